@@ -1,0 +1,248 @@
+/*
+ * ingot.h -- the public C API of ingot, an ONNX inference engine.
+ *
+ * Usage, from model file to a description of it:
+ *
+ *     ingot_runtime *rt = NULL;
+ *     ingot_model *m = NULL;
+ *     if (ingot_runtime_create(&rt) != INGOT_OK) return 1;
+ *     ingot_load_options lo = ingot_load_options_default();
+ *     if (ingot_model_load(rt, "resnet50.onnx", &lo, &m) != INGOT_OK) {
+ *         fprintf(stderr, "%s\n", ingot_runtime_errmsg(rt));   // names node, tensor or byte offset
+ *     } else {
+ *         int64_t dims[4] = {8, 3, 224, 224};
+ *         ingot_model_set_input_shape(m, "input", 4, dims);   // or leave symbolic dims unbound
+ *         ingot_model_infer(m);                               // shapes, constants, costs
+ *         for (int64_t i = 0; i < ingot_model_node_count(m); i++) {
+ *             ingot_node_info ni;
+ *             ingot_model_node_info(m, i, &ni);
+ *             printf("%s %s %.0f FLOP\n", ni.name, ni.op_type, ni.flops);
+ *         }
+ *     }
+ *     ingot_model_destroy(m);
+ *     ingot_runtime_destroy(rt);
+ *
+ * Conventions: every fallible call returns ingot_status (INGOT_OK == 0) and writes objects through its
+ * last out-parameter; the detailed message is on the runtime handle (ingot_runtime_errmsg). Objects
+ * are opaque; *_destroy accepts NULL. int64_t for dims and counts, size_t for bytes. Enums have
+ * explicit values and only grow. The library never exits or aborts on bad input, I/O or memory errors.
+ *
+ * Thread-safety: one runtime and the objects made from it are used by one thread at a time.
+ */
+#ifndef INGOT_H
+#define INGOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(INGOT_SHARED)
+#define INGOT_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define INGOT_API __attribute__((visibility("default")))
+#else
+#define INGOT_API
+#endif
+
+#define INGOT_VERSION_MAJOR 0
+#define INGOT_VERSION_MINOR 1
+#define INGOT_VERSION_PATCH 0
+
+/* Maximum tensor rank ingot handles; a model with a larger rank is rejected with a message. */
+#define INGOT_MAX_RANK 8
+
+/* ---- status codes: one list, expanded into the enum and the name/description tables ---------- */
+#define INGOT_STATUS_MAP(X)                                                                    \
+    X(OK, 0, "success")                                                                        \
+    X(ERR_INVALID_ARG, 1, "invalid argument")                                                  \
+    X(ERR_OUT_OF_MEMORY, 2, "out of host memory")                                              \
+    X(ERR_IO, 3, "file I/O error")                                                             \
+    X(ERR_MODEL_PARSE, 4, "malformed model file")                                              \
+    X(ERR_MODEL_INVALID, 5, "invalid model graph")                                             \
+    X(ERR_MODEL_UNSUPPORTED_OP, 6, "unsupported operator, attribute or dtype")                 \
+    X(ERR_MODEL_SHAPE, 7, "shape or type inference failed")                                    \
+    X(ERR_INPUT, 8, "bad inference input")                                                     \
+    X(ERR_DEVICE_OOM, 9, "out of device memory")                                               \
+    X(ERR_NO_DEVICE, 10, "no usable GPU or driver")                                            \
+    X(ERR_CUDA, 11, "CUDA runtime error")                                                      \
+    X(ERR_CUDNN, 12, "cuDNN error")                                                            \
+    X(ERR_CUBLAS, 13, "cuBLAS error")                                                          \
+    X(ERR_NVRTC, 14, "NVRTC error")                                                            \
+    X(ERR_DEVICE_FATAL, 15, "unrecoverable device fault")                                      \
+    X(ERR_INTERNAL, 16, "internal error")
+
+typedef enum ingot_status {
+#define INGOT_X_(name, val, desc) INGOT_##name = val,
+    INGOT_STATUS_MAP(INGOT_X_)
+#undef INGOT_X_
+    INGOT_STATUS_COUNT
+} ingot_status;
+
+/* "INGOT_ERR_MODEL_PARSE" for INGOT_ERR_MODEL_PARSE; "INGOT_UNKNOWN" for values outside the list. */
+INGOT_API const char *ingot_status_name(ingot_status s);
+/* A short English description: "malformed model file". */
+INGOT_API const char *ingot_status_str(ingot_status s);
+
+/* ---- element types: values equal ONNX TensorProto.DataType ------------------------------------ */
+typedef enum ingot_dtype {
+    INGOT_DTYPE_UNDEFINED = 0,
+    INGOT_DTYPE_FLOAT = 1,
+    INGOT_DTYPE_UINT8 = 2,
+    INGOT_DTYPE_INT8 = 3,
+    INGOT_DTYPE_UINT16 = 4,
+    INGOT_DTYPE_INT16 = 5,
+    INGOT_DTYPE_INT32 = 6,
+    INGOT_DTYPE_INT64 = 7,
+    INGOT_DTYPE_STRING = 8,
+    INGOT_DTYPE_BOOL = 9,
+    INGOT_DTYPE_FLOAT16 = 10,
+    INGOT_DTYPE_DOUBLE = 11,
+    INGOT_DTYPE_UINT32 = 12,
+    INGOT_DTYPE_UINT64 = 13,
+    INGOT_DTYPE_COMPLEX64 = 14,
+    INGOT_DTYPE_COMPLEX128 = 15,
+    INGOT_DTYPE_BFLOAT16 = 16,
+    INGOT_DTYPE_COUNT
+} ingot_dtype;
+
+/* "float32", "int64", ...; "undefined" for anything unknown. */
+INGOT_API const char *ingot_dtype_name(ingot_dtype t);
+/* Bytes per element, 0 for UNDEFINED, STRING and unknown values. */
+INGOT_API size_t ingot_dtype_size(ingot_dtype t);
+
+/* ---- logging ------------------------------------------------------------------------------------ */
+typedef enum ingot_log_level {
+    INGOT_LOG_ERROR = 0,
+    INGOT_LOG_WARN = 1,
+    INGOT_LOG_INFO = 2,
+    INGOT_LOG_DEBUG = 3,
+} ingot_log_level;
+
+typedef void (*ingot_log_fn)(ingot_log_level level, const char *msg, void *user);
+/* Route library log lines to fn (NULL: drop them; the default writes warnings and errors to stderr).
+ * Logging never changes what a call returns. Process-wide; not thread-safe against concurrent logging. */
+INGOT_API void ingot_log_set(ingot_log_fn fn, void *user);
+
+/* ---- runtime: owns the error message and library-wide state ------------------------------------ */
+typedef struct ingot_runtime ingot_runtime;
+
+/* Create a runtime. The only call that can fail without a handle to carry a message:
+ * INGOT_ERR_INVALID_ARG (out is NULL) or INGOT_ERR_OUT_OF_MEMORY. */
+INGOT_API ingot_status ingot_runtime_create(ingot_runtime **out);
+INGOT_API void ingot_runtime_destroy(ingot_runtime *rt);
+/* The message of the last failed call made with this runtime or an object made from it ("" if none).
+ * Valid until the next call on the runtime. */
+INGOT_API const char *ingot_runtime_errmsg(const ingot_runtime *rt);
+/* The status of that last failed call (INGOT_OK if none). */
+INGOT_API ingot_status ingot_runtime_errcode(const ingot_runtime *rt);
+
+/* ---- model: an imported, verified ONNX graph ---------------------------------------------------- */
+typedef struct ingot_model ingot_model;
+
+typedef struct ingot_load_options {
+    uint32_t struct_size;    /* sizeof(ingot_load_options); set by the defaults function */
+    int use_mmap;            /* 1: map the file and reference initializer bytes in place (default) */
+    int load_external_data;  /* 1: resolve external data files (default); 0: only record locations */
+    /* Maximum bytes of an output that shape inference computes ahead of time (constant folding of
+     * shape sub-graphs). 0 picks the default (64 KiB). */
+    size_t fold_max_bytes;
+} ingot_load_options;
+
+INGOT_API ingot_load_options ingot_load_options_default(void);
+
+/* Read, verify and shape-infer an ONNX model file (symbolic dims stay symbolic).
+ * External data is resolved relative to the model's folder and may not escape it.
+ * The model keeps the file mapped until destroyed. Errors: INGOT_ERR_IO, INGOT_ERR_MODEL_PARSE (names
+ * the field and byte offset), INGOT_ERR_MODEL_INVALID (names the node or tensor),
+ * INGOT_ERR_MODEL_UNSUPPORTED_OP, INGOT_ERR_MODEL_SHAPE, INGOT_ERR_OUT_OF_MEMORY. */
+INGOT_API ingot_status ingot_model_load(ingot_runtime *rt, const char *path,
+                                        const ingot_load_options *opts, ingot_model **out);
+/* The same over bytes in memory (copied). External data is resolved against base_dir (NULL: none
+ * allowed). */
+INGOT_API ingot_status ingot_model_load_buffer(ingot_runtime *rt, const void *data, size_t n_bytes,
+                                               const char *base_dir, const ingot_load_options *opts,
+                                               ingot_model **out);
+INGOT_API void ingot_model_destroy(ingot_model *m);
+
+/* A dim is value (symbol == NULL), or value * symbol (value >= 1), e.g. {1,"batch"}, {128,"batch"}. */
+typedef struct ingot_dim {
+    int64_t value;
+    const char *symbol; /* owned by the model */
+} ingot_dim;
+
+typedef struct ingot_tensor_info {
+    const char *name;   /* owned by the model */
+    ingot_dtype dtype;  /* UNDEFINED when not inferred */
+    int32_t rank;       /* -1 when unknown */
+    ingot_dim dims[INGOT_MAX_RANK];
+    int is_constant;    /* initializer or folded constant */
+    size_t bytes;       /* element count * element size; 0 when any dim is symbolic */
+} ingot_tensor_info;
+
+INGOT_API int64_t ingot_model_input_count(const ingot_model *m);
+INGOT_API int64_t ingot_model_output_count(const ingot_model *m);
+/* Graph inputs exclude initializers. i in [0, count). INGOT_ERR_INVALID_ARG for a bad index. */
+INGOT_API ingot_status ingot_model_input_info(const ingot_model *m, int64_t i, ingot_tensor_info *out);
+INGOT_API ingot_status ingot_model_output_info(const ingot_model *m, int64_t i, ingot_tensor_info *out);
+/* Any tensor of the graph by name; INGOT_ERR_INVALID_ARG when no tensor has that name. */
+INGOT_API ingot_status ingot_model_tensor_info(const ingot_model *m, const char *name,
+                                               ingot_tensor_info *out);
+
+/* Fix an input's shape (all dims concrete). Takes effect at the next ingot_model_infer. Errors:
+ * INGOT_ERR_INVALID_ARG naming the input when the name is unknown, the rank differs, or a dim
+ * contradicts a fixed dim of the model. */
+INGOT_API ingot_status ingot_model_set_input_shape(ingot_model *m, const char *name, int32_t rank,
+                                                   const int64_t *dims);
+/* Bind every symbolic leading dim of every input to batch (what `ingot inspect --batch N` does). */
+INGOT_API ingot_status ingot_model_set_batch(ingot_model *m, int64_t batch);
+/* Re-run shape inference, constant folding and cost analysis with the bound input shapes. */
+INGOT_API ingot_status ingot_model_infer(ingot_model *m);
+
+typedef struct ingot_model_info {
+    int64_t ir_version;
+    int64_t opset;           /* version of the default ("ai.onnx") domain */
+    const char *producer_name;
+    const char *producer_version;
+    const char *graph_name;
+    int64_t n_nodes;
+    int64_t n_initializers;
+    int64_t n_params;        /* elements of all initializers (weights) */
+    size_t param_bytes;      /* bytes of all initializers as stored */
+    double flops;            /* sum over nodes; 0 where shapes are symbolic */
+    double bytes_moved;      /* sum over nodes of read + written bytes */
+    int all_shapes_known;    /* 1 when every tensor has a concrete shape */
+} ingot_model_info;
+
+INGOT_API ingot_status ingot_model_get_info(const ingot_model *m, ingot_model_info *out);
+
+typedef struct ingot_node_info {
+    const char *name;       /* "" if the node has none */
+    const char *op_type;
+    const char *domain;     /* "" for the default domain */
+    int32_t n_inputs;
+    int32_t n_outputs;
+    int is_folded;          /* computed at build time (all outputs constant) */
+    double flops;           /* floating-point (or integer) operations, a multiply-add counts 2 */
+    double bytes_read;      /* every non-omitted input read once */
+    double bytes_written;   /* every output written once */
+} ingot_node_info;
+
+INGOT_API int64_t ingot_model_node_count(const ingot_model *m);
+/* Nodes in execution (topological) order. */
+INGOT_API ingot_status ingot_model_node_info(const ingot_model *m, int64_t i, ingot_node_info *out);
+/* Name of input/output j of node i; "" for an omitted optional input; NULL for a bad index. */
+INGOT_API const char *ingot_model_node_input(const ingot_model *m, int64_t i, int32_t j);
+INGOT_API const char *ingot_model_node_output(const ingot_model *m, int64_t i, int32_t j);
+
+/* Write a JSON description of the model (inputs, outputs, nodes with shapes and costs, totals) to
+ * *out, a NUL-terminated string the caller frees with ingot_free. */
+INGOT_API ingot_status ingot_model_describe_json(const ingot_model *m, char **out);
+INGOT_API void ingot_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INGOT_H */

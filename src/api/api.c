@@ -1,0 +1,2 @@
+/* api.c -- PLACEHOLDER */
+#include "../core/core.h"

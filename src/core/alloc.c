@@ -1,0 +1,137 @@
+/* alloc.c -- host allocation with fault injection, and the bump arena the IR lives in. */
+#define _POSIX_C_SOURCE 200809L
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static uint64_t alloc_count;
+static uint64_t alloc_fail_at; /* 0: never fail */
+
+uint64_t ig__alloc_fail_after(uint64_t n)
+{
+    uint64_t made = alloc_count;
+    alloc_count = 0;
+    alloc_fail_at = n;
+    return made;
+}
+
+static bool alloc_should_fail(void)
+{
+    alloc_count++;
+    return alloc_fail_at && alloc_count >= alloc_fail_at;
+}
+
+void *ig__malloc(size_t n)
+{
+    if (alloc_should_fail()) return NULL;
+    return malloc(n ? n : 1);
+}
+
+void *ig__calloc(size_t n, size_t size)
+{
+    if (alloc_should_fail()) return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+void *ig__realloc(void *p, size_t n)
+{
+    if (alloc_should_fail()) return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+void ig__free(void *p) { free(p); }
+
+void *ig__malloc_aligned(size_t n, size_t align)
+{
+    if (alloc_should_fail()) return NULL;
+    void *p = NULL;
+    if (posix_memalign(&p, align, n ? n : 1) != 0) return NULL;
+    return p;
+}
+
+void ig__free_aligned(void *p) { free(p); }
+
+/* Arena: a list of blocks; large requests get a block of their own. */
+struct ig_arena_block {
+    ig_arena_block *next;
+    size_t cap, off;
+    _Alignas(16) unsigned char data[];
+};
+
+#define ARENA_BLOCK 65536
+
+void ig__arena_init(ig_arena *a) { memset(a, 0, sizeof *a); }
+
+void ig__arena_free(ig_arena *a)
+{
+    ig_arena_block *b = a->head;
+    while (b) {
+        ig_arena_block *n = b->next;
+        ig__free(b);
+        b = n;
+    }
+    a->head = NULL;
+    a->used = 0;
+}
+
+void *ig__arena_alloc(ig_arena *a, size_t n)
+{
+    size_t need = (n + 15) & ~(size_t)15;
+    if (need < n) return NULL;
+    ig_arena_block *b = a->head;
+    if (!b || b->cap - b->off < need) {
+        size_t cap = need > ARENA_BLOCK / 4 ? need : ARENA_BLOCK;
+        size_t total;
+        if (!ig__add_size(sizeof(ig_arena_block), cap, &total)) return NULL;
+        ig_arena_block *nb = ig__malloc(total);
+        if (!nb) return NULL;
+        nb->cap = cap;
+        nb->off = 0;
+        if (b && cap != ARENA_BLOCK) {
+            /* a dedicated big block goes behind the current one so the current keeps filling */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        b = nb;
+    }
+    void *p = b->data + b->off;
+    b->off += need;
+    a->used += need;
+    memset(p, 0, n);
+    return p;
+}
+
+void *ig__arena_array(ig_arena *a, size_t n, size_t size)
+{
+    size_t total;
+    if (!ig__mul_size(n, size, &total)) return NULL;
+    return ig__arena_alloc(a, total);
+}
+
+char *ig__arena_strndup(ig_arena *a, const char *s, size_t n)
+{
+    char *p = ig__arena_alloc(a, n + 1);
+    if (!p) return NULL;
+    if (n) memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *ig__arena_strdup(ig_arena *a, const char *s) { return ig__arena_strndup(a, s, strlen(s)); }
+
+char *ig__arena_printf(ig_arena *a, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = n < 0 ? NULL : ig__arena_alloc(a, (size_t)n + 1);
+    if (p) vsnprintf(p, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return p;
+}

@@ -1,0 +1,118 @@
+/*
+ * core.h -- what every module of ingot shares: error records, a bump arena, checked arithmetic,
+ * half-precision conversion and logging. No CUDA, no ONNX, no graph.
+ *
+ * Errors travel as (ingot_status, message) in an ig_err the caller owns. A failing function fills it
+ * with ig__errf() and returns the status; the API layer copies the message onto the runtime handle.
+ */
+#ifndef INGOT_CORE_H
+#define INGOT_CORE_H
+
+#include "ingot.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define IG_ERRMSG_MAX 1024
+
+typedef struct ig_err {
+    ingot_status status;
+    char msg[IG_ERRMSG_MAX];
+} ig_err;
+
+#if defined(__GNUC__)
+#define IG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define IG_UNUSED __attribute__((unused))
+#else
+#define IG_PRINTF(a, b)
+#define IG_UNUSED
+#endif
+
+/* Record status + formatted message in err (which may be NULL) and return status. The first error
+ * wins: a later ig__errf on an err that already holds a failure keeps the original message. */
+ingot_status ig__errf(ig_err *err, ingot_status status, const char *fmt, ...) IG_PRINTF(3, 4);
+ingot_status ig__verrf(ig_err *err, ingot_status status, const char *fmt, va_list ap);
+/* Prefix the message already in err with "prefix: " (used to add node context on the way up). */
+void ig__err_prefix(ig_err *err, const char *fmt, ...) IG_PRINTF(2, 3);
+void ig__err_clear(ig_err *err);
+
+/* Evaluate a call returning ingot_status; on failure jump to label (one forward cleanup chain). */
+#define IG_TRY(st, call, label)             \
+    do {                                    \
+        (st) = (call);                      \
+        if ((st) != INGOT_OK) goto label;   \
+    } while (0)
+
+/* Internal invariant no input can break: abort with file:line (stays on in release builds). */
+#define IG_ASSERT(c)                                                           \
+    do {                                                                       \
+        if (!(c)) ig__assert_fail(#c, __FILE__, __LINE__);                     \
+    } while (0)
+void ig__assert_fail(const char *expr, const char *file, int line);
+
+/* ---- logging ---- */
+void ig__log(ingot_log_level level, const char *fmt, ...) IG_PRINTF(2, 3);
+
+/* ---- host allocation: every allocation goes through here so tests can inject failures ---- */
+void *ig__malloc(size_t n);
+void *ig__calloc(size_t n, size_t size);
+void *ig__realloc(void *p, size_t n);
+void ig__free(void *p);
+/* Aligned allocation (align a power of two >= sizeof(void*)); free with ig__free_aligned. */
+void *ig__malloc_aligned(size_t n, size_t align);
+void ig__free_aligned(void *p);
+/* Fault injection for tests: the Nth allocation from now (1-based) and every later one fail; 0 turns
+ * it off. Returns the number of allocations made since the last call. */
+uint64_t ig__alloc_fail_after(uint64_t n);
+
+/* ---- bump arena: many small allocations freed together ---- */
+typedef struct ig_arena_block ig_arena_block;
+typedef struct ig_arena {
+    ig_arena_block *head;
+    size_t used;   /* bytes handed out, for reports */
+} ig_arena;
+
+void ig__arena_init(ig_arena *a);
+void ig__arena_free(ig_arena *a);
+/* Zeroed memory aligned to 16 bytes; NULL on out of memory. */
+void *ig__arena_alloc(ig_arena *a, size_t n);
+/* n * size, zeroed; NULL on overflow or out of memory. */
+void *ig__arena_array(ig_arena *a, size_t n, size_t size);
+char *ig__arena_strndup(ig_arena *a, const char *s, size_t n);
+char *ig__arena_strdup(ig_arena *a, const char *s);
+char *ig__arena_printf(ig_arena *a, const char *fmt, ...) IG_PRINTF(2, 3);
+
+/* ---- checked arithmetic: return false on overflow ---- */
+static inline bool ig__mul_i64(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool ig__add_i64(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool ig__mul_size(size_t a, size_t b, size_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool ig__add_size(size_t a, size_t b, size_t *r) { return !__builtin_add_overflow(a, b, r); }
+
+/* ---- unaligned little-endian loads/stores (initializer bytes may sit at any offset in a file) ---- */
+static inline int64_t ig__load_i64(const void *p) { int64_t v; memcpy(&v, p, 8); return v; }
+static inline int32_t ig__load_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
+static inline float ig__load_f32(const void *p) { float v; memcpy(&v, p, 4); return v; }
+static inline double ig__load_f64(const void *p) { double v; memcpy(&v, p, 8); return v; }
+
+/* ---- half precision, bit-exact IEEE conversions (round to nearest even) ---- */
+float ig__f16_to_f32(uint16_t h);
+uint16_t ig__f32_to_f16(float f);
+float ig__bf16_to_f32(uint16_t b);
+uint16_t ig__f32_to_bf16(float f);
+
+/* Read element i of a buffer of dtype t as double / int64 (NaN/0 for unsupported types). These are
+ * the slow, general accessors for folding and reports, not for kernels. */
+double ig__elem_f64(ingot_dtype t, const void *data, int64_t i);
+int64_t ig__elem_i64(ingot_dtype t, const void *data, int64_t i);
+/* Store v converted to dtype t (saturating casts are the caller's business: this is a C cast). */
+void ig__elem_set_f64(ingot_dtype t, void *data, int64_t i, double v);
+void ig__elem_set_i64(ingot_dtype t, void *data, int64_t i, int64_t v);
+
+bool ig__dtype_is_float(ingot_dtype t);   /* float16, bfloat16, float, double */
+bool ig__dtype_is_int(ingot_dtype t);     /* signed or unsigned integers, not bool */
+bool ig__dtype_is_signed(ingot_dtype t);  /* signed ints and floats */
+
+#endif /* INGOT_CORE_H */

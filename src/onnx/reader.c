@@ -1,0 +1,2 @@
+/* reader.c -- PLACEHOLDER */
+#include "onnx.h"

@@ -1,0 +1,2 @@
+/* cost.c -- PLACEHOLDER */
+#include "op.h"

@@ -1,0 +1,3 @@
+/* main.c -- PLACEHOLDER */
+#include "ingot.h"
+int main(void) { return 0; }
