@@ -237,6 +237,71 @@ INGOT_API ingot_status ingot_model_node_info(const ingot_model *m, int64_t i, in
 INGOT_API const char *ingot_model_node_input(const ingot_model *m, int64_t i, int32_t j);
 INGOT_API const char *ingot_model_node_output(const ingot_model *m, int64_t i, int32_t j);
 
+/* ---- tensors passed in and out ------------------------------------------------------------------ */
+typedef struct ingot_tensor {
+    const char *name;    /* graph input/output name */
+    ingot_dtype dtype;
+    int32_t rank;
+    int64_t dims[INGOT_MAX_RANK];
+    void *data;          /* host memory (row-major, dense); for outputs owned by the context */
+    size_t bytes;        /* element count * element size */
+} ingot_tensor;
+
+/* Read a tensor from a .npy file or a serialized ONNX TensorProto (.pb, the format of ONNX's test
+ * data); the format is chosen by content. data is allocated by the library: free it with
+ * ingot_tensor_free. name is set from the TensorProto (or NULL). Errors name the file and the problem. */
+INGOT_API ingot_status ingot_tensor_load_file(ingot_runtime *rt, const char *path, ingot_tensor *out);
+/* Write t as a .npy file (version 1.0, little-endian, C order). */
+INGOT_API ingot_status ingot_tensor_save_npy(ingot_runtime *rt, const char *path, const ingot_tensor *t);
+/* Free what ingot_tensor_load_file allocated, and zero the struct. */
+INGOT_API void ingot_tensor_free(ingot_tensor *t);
+
+/* ---- engine: a model prepared for one backend --------------------------------------------------- */
+typedef struct ingot_engine ingot_engine;
+
+typedef enum ingot_backend {
+    INGOT_BACKEND_AUTO = 0, /* CUDA when a GPU is usable, else CPU */
+    INGOT_BACKEND_CPU = 1,
+    INGOT_BACKEND_CUDA = 2,
+    INGOT_BACKEND_COUNT
+} ingot_backend;
+
+typedef struct ingot_build_options {
+    uint32_t struct_size;   /* sizeof(ingot_build_options); set by the defaults function */
+    ingot_backend backend;
+    ingot_dtype precision;  /* FLOAT (default); FLOAT16/BFLOAT16 storage on the CUDA backend */
+    size_t workspace_limit; /* bytes of scratch kernels may use; 0 picks the default */
+    int n_threads;          /* CPU backend worker threads; 0: one per core */
+} ingot_build_options;
+
+INGOT_API ingot_build_options ingot_build_options_default(void);
+/* Prepare m for execution. The model must outlive the engine. Errors: INGOT_ERR_MODEL_UNSUPPORTED_OP
+ * (names node and op), INGOT_ERR_NO_DEVICE (CUDA asked for, none usable), INGOT_ERR_OUT_OF_MEMORY. */
+INGOT_API ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_build_options *opts,
+                                          ingot_engine **out);
+INGOT_API void ingot_engine_destroy(ingot_engine *e);
+
+/* ---- context: one engine's memory and state for running it -------------------------------------- */
+typedef struct ingot_context ingot_context;
+
+typedef struct ingot_context_options {
+    uint32_t struct_size;   /* sizeof(ingot_context_options) */
+    int debug_canaries;     /* 1: guard bytes around every tensor, poison freed bytes, check each step */
+} ingot_context_options;
+
+INGOT_API ingot_context_options ingot_context_options_default(void);
+INGOT_API ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *opts,
+                                            ingot_context **out);
+INGOT_API void ingot_context_destroy(ingot_context *c);
+/* Run one inference. inputs are matched by name; every graph input must be given, with the model's
+ * dtype and a shape the model allows (otherwise INGOT_ERR_INPUT naming the input, what was expected
+ * and what was given). When shapes (or the values of inputs that decide shapes) differ from the last
+ * run, the context re-plans first. */
+INGOT_API ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs);
+/* Output i of the last run; data belongs to the context and stays valid until the next run or
+ * destroy. */
+INGOT_API ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_tensor *out);
+
 /* Write a JSON description of the model (inputs, outputs, nodes with shapes and costs, totals) to
  * *out, a NUL-terminated string the caller frees with ingot_free. */
 INGOT_API ingot_status ingot_model_describe_json(const ingot_model *m, char **out);
