@@ -13,4 +13,19 @@ void ig__sgemm(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int6
                float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc);
 
+/* ig__sgemm with caller-provided workspace (packing buffers) of ws_bytes, any alignment. When ws is
+ * NULL or smaller than ig__sgemm_ws_bytes(m, n, k), the workspace is allocated per call (and when that
+ * fails, a slow unblocked loop computes the same result). The size does not depend on the thread
+ * count, so an op's cpu_scratch can ask for it. */
+void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                  float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                  int64_t ldc, void *ws, size_t ws_bytes);
+size_t ig__sgemm_ws_bytes(int64_t m, int64_t n, int64_t k);
+
+/* The micro-kernel in use: "avx512", "avx2" or "generic" (picked from the CPU at run time). */
+const char *ig__sgemm_isa_name(void);
+/* Tests only, not thread-safe: force a kernel (0 generic, 1 AVX2, 2 AVX-512, -1 automatic); an ISA
+ * the CPU lacks falls back to the best available. Returns the previous setting. */
+int ig__sgemm_force_isa(int isa);
+
 #endif /* INGOT_CPU_H */

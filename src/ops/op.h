@@ -100,6 +100,8 @@ typedef struct ig_infer_options {
 ingot_status ig__graph_infer(ig_graph *g, const ig_infer_options *opt, ig_arena *fold_arena, ig_err *err);
 /* Fill each node's flops and bytes; nodes with symbolic shapes get 0. */
 void ig__graph_cost(ig_graph *g);
+/* A .flops for ops that only move or reinterpret data (Transpose, Concat, Gather, ...): 0. */
+double ig__flops_none(const ig_graph *g, const ig_node *n);
 
 /* ---- helpers for infer functions ---- */
 ig_value *ig__in(ig_infer *cx, int i);  /* NULL when absent or omitted */

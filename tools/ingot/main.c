@@ -1,3 +1,95 @@
-/* main.c -- PLACEHOLDER */
-#include "ingot.h"
-int main(void) { return 0; }
+/*
+ * main.c -- the `ingot` command: dispatches to one subcommand per pipeline view. Every subcommand uses
+ * the public API (include/ingot.h); what it needs, a user of the library can do too.
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ingot <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  inspect MODEL.onnx [--batch N] [--json]     inputs, outputs, op histogram, parameters,\n"
+            "                                              per-node shapes, FLOPs and bytes\n"
+            "  run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
+            "                                              run on the CPU backend; inputs from .npy/.pb\n"
+            "                                              files or seeded random; outputs as .npy\n"
+            "  plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE]\n"
+            "                                              the static memory plan of the activations\n"
+            "  version                                     print the version\n"
+            "\n"
+            "Run `ingot <command> --help` for a command's options.\n");
+}
+
+int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out)
+{
+    char *end = NULL;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || !*s || *end || v < min) {
+        fprintf(stderr, "ingot: %s expects an integer >= %" PRId64 ", got '%s'\n", opt, min, s ? s : "");
+        return 0;
+    }
+    *out = (int64_t)v;
+    return 1;
+}
+
+void ig__cli_format_shape(const ingot_tensor_info *t, char *buf, size_t n)
+{
+    if (t->rank < 0) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    size_t off = (size_t)snprintf(buf, n, "[");
+    for (int32_t k = 0; k < t->rank && off < n; k++) {
+        const ingot_dim *d = &t->dims[k];
+        if (!d->symbol)
+            off += (size_t)snprintf(buf + off, n - off, "%s%" PRId64, k ? "," : "", d->value);
+        else if (d->value == 1)
+            off += (size_t)snprintf(buf + off, n - off, "%s%s", k ? "," : "", d->symbol);
+        else
+            off += (size_t)snprintf(buf + off, n - off, "%s%" PRId64 "*%s", k ? "," : "", d->value, d->symbol);
+    }
+    if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+ingot_model *ig__cli_load_model(ingot_runtime *rt, const char *path, int64_t batch)
+{
+    ingot_model *m = NULL;
+    if (ingot_model_load(rt, path, NULL, &m) != INGOT_OK) {
+        fprintf(stderr, "ingot: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        return NULL;
+    }
+    if (batch > 0 && (ingot_model_set_batch(m, batch) != INGOT_OK || ingot_model_infer(m) != INGOT_OK)) {
+        fprintf(stderr, "ingot: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        ingot_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "inspect")) return ig__cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return ig__cmd_run(argc - 1, argv + 1);
+#ifndef INGOT_NO_CMD_PLAN
+    if (!strcmp(cmd, "plan")) return ig__cmd_plan(argc - 1, argv + 1);
+#endif
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("ingot %d.%d.%d\n", INGOT_VERSION_MAJOR, INGOT_VERSION_MINOR, INGOT_VERSION_PATCH);
+        return 0;
+    }
+    fprintf(stderr, "ingot: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}
