@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC     "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
-#define NPY_ALIGN 64 /* numpy >= 1.x pads the header so data starts on a 64-byte boundary */
+#define NPY_ALIGN     64 /* numpy >= 1.x pads the header so data starts on a 64-byte boundary */
 
 /* .npy descr <-> dtype. The descr's first char is the byte order ('<' little, '|' not applicable,
  * '=' native); the rest names kind and size. bfloat16 has no NumPy type: ml_dtypes writes it as the
@@ -30,10 +30,9 @@ static const struct {
     const char *code; /* descr without the byte-order char */
     ingot_dtype dtype;
 } npy_types[] = {
-    {"f4", INGOT_DTYPE_FLOAT},  {"f8", INGOT_DTYPE_DOUBLE}, {"f2", INGOT_DTYPE_FLOAT16},
-    {"i1", INGOT_DTYPE_INT8},   {"u1", INGOT_DTYPE_UINT8},  {"i2", INGOT_DTYPE_INT16},
-    {"u2", INGOT_DTYPE_UINT16}, {"i4", INGOT_DTYPE_INT32},  {"u4", INGOT_DTYPE_UINT32},
-    {"i8", INGOT_DTYPE_INT64},  {"u8", INGOT_DTYPE_UINT64}, {"b1", INGOT_DTYPE_BOOL},
+    {"f4", INGOT_DTYPE_FLOAT},    {"f8", INGOT_DTYPE_DOUBLE}, {"f2", INGOT_DTYPE_FLOAT16}, {"i1", INGOT_DTYPE_INT8},
+    {"u1", INGOT_DTYPE_UINT8},    {"i2", INGOT_DTYPE_INT16},  {"u2", INGOT_DTYPE_UINT16},  {"i4", INGOT_DTYPE_INT32},
+    {"u4", INGOT_DTYPE_UINT32},   {"i8", INGOT_DTYPE_INT64},  {"u8", INGOT_DTYPE_UINT64},  {"b1", INGOT_DTYPE_BOOL},
     {"V2", INGOT_DTYPE_BFLOAT16},
 };
 
@@ -98,8 +97,8 @@ static const char *find_key(const char *h, const char *end, const char *key)
     return NULL;
 }
 
-static ingot_status parse_npy_header(const char *path, const char *h, size_t hlen, ingot_dtype *dtype,
-                                     int32_t *rank, int64_t *dims, ig_err *err)
+static ingot_status parse_npy_header(const char *path, const char *h, size_t hlen, ingot_dtype *dtype, int32_t *rank,
+                                     int64_t *dims, ig_err *err)
 {
     const char *end = h + hlen;
     const char *p = find_key(h, end, "descr");
@@ -126,8 +125,8 @@ static ingot_status parse_npy_header(const char *path, const char *h, size_t hle
                         "'<V2', int8/16/32/64, uint8/16/32/64 and bool)",
                         path, descr);
     if (order == '>' && ingot_dtype_size(*dtype) > 1)
-        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy dtype '%s' is big-endian; save it little-endian",
-                        path, descr);
+        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy dtype '%s' is big-endian; save it little-endian", path,
+                        descr);
 
     p = find_key(h, end, "fortran_order");
     if (!p) return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header has no 'fortran_order'", path);
@@ -156,11 +155,11 @@ static ingot_status parse_npy_header(const char *path, const char *h, size_t hle
         }
         if (p < end && *p == 'L') p++; /* Python 2 longs */
         if (*rank >= INGOT_MAX_RANK)
-            return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy array has more than %d dims", path,
-                            INGOT_MAX_RANK);
+            return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy array has more than %d dims", path, INGOT_MAX_RANK);
         dims[(*rank)++] = v;
         p = skip_ws(p, end);
-        if (p < end && *p == ',') p++;
+        if (p < end && *p == ',')
+            p++;
         else if (p >= end || *p != ')')
             return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header: bad 'shape' tuple", path);
     }
@@ -168,8 +167,7 @@ static ingot_status parse_npy_header(const char *path, const char *h, size_t hle
 }
 
 /* Allocate out->data with room for `bytes` elements and the name after them. */
-static ingot_status alloc_tensor(const char *path, ingot_tensor *out, size_t bytes, const char *name,
-                                 ig_err *err)
+static ingot_status alloc_tensor(const char *path, ingot_tensor *out, size_t bytes, const char *name, ig_err *err)
 {
     size_t nlen = name ? strlen(name) + 1 : 0, total;
     size_t padded = (bytes + 63) & ~(size_t)63;
@@ -187,8 +185,7 @@ static ingot_status alloc_tensor(const char *path, ingot_tensor *out, size_t byt
     return INGOT_OK;
 }
 
-static ingot_status load_npy(const char *path, const unsigned char *buf, size_t n, ingot_tensor *out,
-                             ig_err *err)
+static ingot_status load_npy(const char *path, const unsigned char *buf, size_t n, ingot_tensor *out, ig_err *err)
 {
     if (n < 10) return ig__errf(err, INGOT_ERR_INPUT, "'%s': truncated .npy file (%zu bytes)", path, n);
     unsigned major = buf[6], minor = buf[7];
@@ -201,14 +198,12 @@ static ingot_status load_npy(const char *path, const unsigned char *buf, size_t 
         hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         hoff = 12;
     } else {
-        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy format version %u.%u is not supported", path, major,
-                        minor);
+        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy format version %u.%u is not supported", path, major, minor);
     }
     if (hlen > n - hoff)
-        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header length %zu runs past the end of the file", path,
-                        hlen);
-    ingot_dtype dtype;
-    int32_t rank;
+        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header length %zu runs past the end of the file", path, hlen);
+    ingot_dtype dtype = INGOT_DTYPE_UNDEFINED;
+    int32_t rank = 0;
     int64_t dims[INGOT_MAX_RANK];
     ingot_status st = parse_npy_header(path, (const char *)buf + hoff, hlen, &dtype, &rank, dims, err);
     if (st != INGOT_OK) return st;
@@ -256,8 +251,8 @@ static ingot_status load_pb(const char *path, ingot_tensor *out, ig_err *err)
         }
     }
     if (bytes != c.n_bytes || (bytes && !c.data)) {
-        st = ig__errf(err, INGOT_ERR_INPUT, "'%s': TensorProto holds %zu bytes, its shape needs %zu", path,
-                      c.n_bytes, bytes);
+        st = ig__errf(err, INGOT_ERR_INPUT, "'%s': TensorProto holds %zu bytes, its shape needs %zu", path, c.n_bytes,
+                      bytes);
         goto out_arena;
     }
     st = alloc_tensor(path, out, bytes, c.name && c.name[0] ? c.name : NULL, err);
@@ -308,8 +303,7 @@ ingot_status ingot_tensor_save_npy(ingot_runtime *rt, const char *path, const in
     }
     const char *code = npy_code(t->dtype);
     if (!code) {
-        ig__errf(&err, INGOT_ERR_INVALID_ARG, "'%s': cannot save dtype %s as .npy", path,
-                 ingot_dtype_name(t->dtype));
+        ig__errf(&err, INGOT_ERR_INVALID_ARG, "'%s': cannot save dtype %s as .npy", path, ingot_dtype_name(t->dtype));
         return ig__api_fail(rt, &err);
     }
     if (t->rank < 0 || t->rank > INGOT_MAX_RANK) {

@@ -27,5 +27,8 @@ const char *ig__sgemm_isa_name(void);
 /* Tests only, not thread-safe: force a kernel (0 generic, 1 AVX2, 2 AVX-512, -1 automatic); an ISA
  * the CPU lacks falls back to the best available. Returns the previous setting. */
 int ig__sgemm_force_isa(int isa);
+/* Tests only: cap the shared packing buffer at this many floats (0: default) to reach the chunked
+ * paths with small matrices. Returns the previous cap. */
+int64_t ig__sgemm_set_pack_cap(int64_t floats);
 
 #endif /* INGOT_CPU_H */

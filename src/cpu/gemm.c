@@ -1,11 +1,13 @@
 /*
  * gemm.c -- fp32 matrix multiply for the CPU backend.
  *
- * The classic GotoBLAS/BLIS structure: C is computed in blocks of MC x NC; for each KC slice of the
- * inner dimension a block of op(B) (KC x NC) and a block of op(A) (MC x KC) are packed into panels
- * laid out exactly as the register micro-kernel reads them (NR columns of B, MR rows of A per step of
- * k), so the kernel streams contiguous, aligned memory whatever the transposes and strides were. The
- * micro-kernel keeps an MR x NR tile of C in registers for the whole KC loop.
+ * The GotoBLAS/BLIS recipe: operands are packed into panels laid out exactly as the register
+ * micro-kernel reads them (MR rows of op(A), NR columns of op(B) per step of k), so the kernel streams
+ * contiguous memory whatever the transposes and strides were, and keeps an MR x NR tile of C in
+ * registers for a whole KC slice. The smaller operand is packed once and shared by all threads; the
+ * larger one is read once, a panel at a time, into an L1-sized buffer by the thread that uses it (see
+ * "packing and the macro-kernel" below). On this project's CI-sized VMs memory bandwidth, not FMA
+ * throughput, is what large weights hit, so reading them once matters more than anything else.
  *
  * The micro-kernel is portable C (GCC/Clang vector extensions; no intrinsics, no assembly). It is
  * instantiated three times: a generic one the baseline compiler flags vectorise (SSE2 on x86-64,
@@ -13,9 +15,7 @@
  * picked at run time from the CPU's features, so one binary built with default flags runs at full
  * speed on new CPUs and correctly on old ones.
  *
- * Threads split the tiles of each packed block (column panels first, so each thread keeps its own B
- * panel in L1 while it walks the shared A block); packing is split the same way. Small products
- * (a vector times a matrix, or a handful of flops) skip packing altogether.
+ * Matrix-vector products (M or N of 1) and tiny products skip packing altogether.
  */
 #include "cpu.h"
 
@@ -40,11 +40,12 @@
 typedef void (*kern_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, float alpha,
                         float beta);
 
-/* One instruction-set variant: register tile MR x NR and the cache blocking that suits it. */
+/* One instruction-set variant: register tile MR x NR, and KC, the steps of k per B panel (KC x NR
+ * floats, sized to stay in L1). */
 typedef struct gemm_arch {
     const char *name;
     int mr, nr;
-    int64_t mc, kc, nc; /* block sizes (mc a multiple of mr, nc of nr) */
+    int64_t kc;
     kern_fn kern;
 } gemm_arch;
 
@@ -88,19 +89,23 @@ typedef struct gemm_arch {
 
 #define MAX_MR 16
 #define MAX_NR 32
+#define MAX_KC 256
 
 DEFINE_KERNEL(kern_generic, , 6, 4, 2)
-static const gemm_arch arch_generic = {"generic", 6, 8, 120, 256, 2048, kern_generic};
+static const gemm_arch arch_generic = {"generic", 6, 8, 256, kern_generic};
 
 #ifdef IG_GEMM_X86
 DEFINE_KERNEL(kern_avx2, __attribute__((target("avx2,fma"))), 6, 8, 2)
 DEFINE_KERNEL(kern_avx512, __attribute__((target("avx512f"))), 14, 16, 2)
-static const gemm_arch arch_avx2 = {"avx2", 6, 16, 144, 256, 2048, kern_avx2};
-static const gemm_arch arch_avx512 = {"avx512", 14, 32, 168, 256, 2048, kern_avx512};
+static const gemm_arch arch_avx2 = {"avx2", 6, 16, 256, kern_avx2};
+static const gemm_arch arch_avx512 = {"avx512", 14, 32, 256, kern_avx512};
 #endif
 
 /* Test hook: -1 picks from the CPU; 0 forces generic, 1 AVX2, 2 AVX-512 (when the CPU has them). */
 static int forced_isa = -1;
+/* Test hook: the most floats the shared packed operand may hold (PACK_CAP_FLOATS by default). */
+#define PACK_CAP_FLOATS ((int64_t)4 << 20)
+static int64_t pack_cap = PACK_CAP_FLOATS;
 
 static const gemm_arch *arch_get(void)
 {
@@ -124,6 +129,13 @@ int ig__sgemm_force_isa(int isa)
 
 const char *ig__sgemm_isa_name(void) { return arch_get()->name; }
 
+int64_t ig__sgemm_set_pack_cap(int64_t floats)
+{
+    int64_t old = pack_cap;
+    pack_cap = floats > 0 ? floats : PACK_CAP_FLOATS;
+    return old;
+}
+
 /* ---- helpers ------------------------------------------------------------------------------------- */
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -136,19 +148,6 @@ static int64_t balance(int64_t total, int64_t max, int64_t unit)
     if (total <= max) return round_up(total, unit);
     int64_t nb = ceil_div(total, max);
     return round_up(ceil_div(total, nb), unit);
-}
-
-typedef struct blocks {
-    int64_t mc, kc, nc;
-} blocks;
-
-static blocks plan_blocks(const gemm_arch *ar, int64_t m, int64_t n, int64_t k)
-{
-    blocks b;
-    b.mc = balance(m, ar->mc, ar->mr);
-    b.kc = balance(k, ar->kc, 1);
-    b.nc = balance(n, ar->nc, ar->nr);
-    return b;
 }
 
 /* Products below this many multiply-adds run on one thread; the pool's hand-off costs more. */
@@ -249,123 +248,197 @@ static void gemv(struct ig_pool *pool, gemv_job *g)
     ig__parallel_for(pool, chunks, grain < 1 ? 1 : grain, gemv_range, g);
 }
 
-/* ---- packing ------------------------------------------------------------------------------------- */
+/* ---- packing and the macro-kernel ---------------------------------------------------------------- */
+
+/*
+ * Two loop orders, chosen by which operand is larger, so the larger one is read from memory once
+ * and packed piece by piece into L1, while the smaller one is packed once, shared by all threads:
+ *  - B-stationary (the default): op(A) is packed up front; a work item is a column panel of C. For
+ *    each KC slice it packs its NR columns of op(B) into an L1 buffer and runs down the packed A.
+ *  - A-stationary (few columns, many rows: late CNN layers, where the weights dominate): op(B) is
+ *    packed up front; a work item is a row panel of C, packing its MR rows of op(A) per KC slice.
+ * Either way a product is two parallel loops (pack, compute): each hand-off to the pool costs tens
+ * of microseconds on small VMs. The shared packed operand is capped; bigger products go in chunks.
+ */
+/* Steps of k per block of a transposing pack (PACK_STEP x 32 floats stay in L1). */
+#define PACK_STEP 64
+/* Rows of packed A per chunk, so that one KC slice of it (rows x KC floats) stays in L2. */
+#define A_CHUNK_ROWS 1024
+/* A-stationary needs one KC slice of packed B (cols x KC floats) to stay in L2. */
+#define B_STAT_MAX_COLS 1024
 
 typedef struct gemm_job {
     const gemm_arch *ar;
     bool ta, tb;
     int64_t m, n, k;
-    float alpha;
+    float alpha, beta;
     const float *a, *b;
     int64_t lda, ldb;
     float *c;
     int64_t ldc;
-    float *ap, *bp; /* packed blocks */
-    /* the current block */
-    int64_t ic, pc, jc, mc, kc, nc;
-    float beta; /* for this K slice: the caller's beta on the first, 1 after */
+    bool a_stat;         /* A-stationary: sp is packed op(B); else sp is packed op(A) */
+    float *sp;           /* the shared packed operand: panels of MR (or NR) x kl floats */
+    int64_t i0, mrows;   /* rows of C in this chunk */
+    int64_t p0, kl;      /* k range of this chunk */
+    int64_t kstep;       /* k per L1 panel: kl split evenly into slices of at most KC */
+    int64_t n_shared;    /* panels in the shared operand */
+    int64_t n_grp, per_grp; /* work item w: own panel w / n_grp, shared panels of group w % n_grp */
 } gemm_job;
 
-/* Pack rows [ic, ic+mc) x cols [pc, pc+kc) of op(A), MR-row panels [pb, pe). */
-static void pack_a_range(void *arg, int64_t pb, int64_t pe)
+/* Rows [r0, r0 + rows) (rows <= MR, zero-padded to MR) x k [p0, p0 + kc) of op(A), as kc steps of MR. */
+static void pack_a_panel(const gemm_job *j, int64_t r0, int64_t rows, int64_t p0, int64_t kc, float *dst)
 {
-    const gemm_job *j = arg;
     const int mr = j->ar->mr;
-    for (int64_t pn = pb; pn < pe; pn++) {
-        float *dst = j->ap + pn * mr * j->kc;
-        int64_t i0 = j->ic + pn * mr;
-        int64_t rows = min64(mr, j->ic + j->mc - i0);
-        rows = min64(rows, j->m - i0);
-        if (!j->ta) {
-            /* A(i, p) = a[i * lda + p]: read rows, write strided by MR */
+    if (!j->ta) {
+        /* A(i, p) = a[i * lda + p]: a transpose, done PACK_STEP steps of k at a time so the
+         * destination block stays in L1 while MR rows stream in */
+        for (int64_t pb = 0; pb < kc; pb += PACK_STEP) {
+            int64_t pe = min64(kc, pb + PACK_STEP);
             for (int64_t i = 0; i < rows; i++) {
-                const float *src = j->a + (i0 + i) * j->lda + j->pc;
-                for (int64_t p = 0; p < j->kc; p++) dst[p * mr + i] = src[p];
+                const float *src = j->a + (r0 + i) * j->lda + p0;
+                for (int64_t p = pb; p < pe; p++) dst[p * mr + i] = src[p];
             }
             for (int64_t i = rows; i < mr; i++)
-                for (int64_t p = 0; p < j->kc; p++) dst[p * mr + i] = 0;
-        } else {
-            /* A(i, p) = a[p * lda + i]: MR contiguous values per step of k */
-            for (int64_t p = 0; p < j->kc; p++) {
-                const float *src = j->a + (j->pc + p) * j->lda + i0;
-                float *d = dst + p * mr;
-                int64_t i = 0;
-                for (; i < rows; i++) d[i] = src[i];
-                for (; i < mr; i++) d[i] = 0;
-            }
+                for (int64_t p = pb; p < pe; p++) dst[p * mr + i] = 0;
+        }
+    } else {
+        /* A(i, p) = a[p * lda + i]: MR contiguous values per step of k */
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = j->a + (p0 + p) * j->lda + r0;
+            float *d = dst + p * mr;
+            int64_t i = 0;
+            for (; i < rows; i++) d[i] = src[i];
+            for (; i < mr; i++) d[i] = 0;
         }
     }
 }
 
-/* Pack rows [pc, pc+kc) x cols [jc, jc+nc) of op(B), NR-column panels [pb, pe). */
-static void pack_b_range(void *arg, int64_t pb, int64_t pe)
+/* Columns [c0, c0 + cols) (cols <= NR, zero-padded) x k [p0, p0 + kc) of op(B), as kc steps of NR. */
+static void pack_b_panel(const gemm_job *j, int64_t c0, int64_t cols, int64_t p0, int64_t kc, float *dst)
 {
-    const gemm_job *j = arg;
     const int nr = j->ar->nr;
-    for (int64_t pn = pb; pn < pe; pn++) {
-        float *dst = j->bp + pn * nr * j->kc;
-        int64_t j0 = j->jc + pn * nr;
-        int64_t cols = min64(nr, j->jc + j->nc - j0);
-        cols = min64(cols, j->n - j0);
-        if (!j->tb) {
-            for (int64_t p = 0; p < j->kc; p++) {
-                const float *src = j->b + (j->pc + p) * j->ldb + j0;
-                float *d = dst + p * nr;
-                int64_t q = 0;
-                for (; q < cols; q++) d[q] = src[q];
-                for (; q < nr; q++) d[q] = 0;
-            }
-        } else {
+    if (!j->tb) {
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = j->b + (p0 + p) * j->ldb + c0;
+            float *d = dst + p * nr;
+            int64_t q = 0;
+            for (; q < cols; q++) d[q] = src[q];
+            for (; q < nr; q++) d[q] = 0;
+        }
+    } else {
+        for (int64_t pb = 0; pb < kc; pb += PACK_STEP) { /* a transpose: see pack_a_panel */
+            int64_t pe = min64(kc, pb + PACK_STEP);
             for (int64_t q = 0; q < cols; q++) {
-                const float *src = j->b + (j0 + q) * j->ldb + j->pc;
-                for (int64_t p = 0; p < j->kc; p++) dst[p * nr + q] = src[p];
+                const float *src = j->b + (c0 + q) * j->ldb + p0;
+                for (int64_t p = pb; p < pe; p++) dst[p * nr + q] = src[p];
             }
             for (int64_t q = cols; q < nr; q++)
-                for (int64_t p = 0; p < j->kc; p++) dst[p * nr + q] = 0;
+                for (int64_t p = pb; p < pe; p++) dst[p * nr + q] = 0;
         }
     }
 }
 
-/* ---- the macro-kernel ---------------------------------------------------------------------------- */
+static int64_t panel_rows(const gemm_job *j, int64_t ir) { return min64(j->ar->mr, j->mrows - ir * j->ar->mr); }
+static int64_t panel_cols(const gemm_job *j, int64_t jr) { return min64(j->ar->nr, j->n - jr * j->ar->nr); }
 
-/* Tiles [tb, te) of the current block, numbered column panel first (t = jr * n_ir + ir). */
-static void compute_range(void *arg, int64_t tb, int64_t te)
+/* Pack panels [pb, pe) of the shared operand for the current chunk (full kl). */
+static void pack_shared_range(void *arg, int64_t pb, int64_t pe)
 {
     const gemm_job *j = arg;
+    for (int64_t pn = pb; pn < pe; pn++) {
+        if (j->a_stat)
+            pack_b_panel(j, pn * j->ar->nr, panel_cols(j, pn), j->p0, j->kl, j->sp + pn * j->ar->nr * j->kl);
+        else
+            pack_a_panel(j, j->i0 + pn * j->ar->mr, panel_rows(j, pn), j->p0, j->kl,
+                         j->sp + pn * j->ar->mr * j->kl);
+    }
+}
+
+/* One MR x NR tile of C at (row r0, col c0) += alpha * ap * bp over kc steps (beta on the first slice). */
+static void run_tile(const gemm_job *j, const float *ap, const float *bp, int64_t kc, int64_t r0, int64_t rows,
+                     int64_t c0, int64_t cols, float beta)
+{
     const gemm_arch *ar = j->ar;
-    const int mr = ar->mr, nr = ar->nr;
-    int64_t n_ir = ceil_div(min64(j->mc, j->m - j->ic), mr);
+    float *c = j->c + r0 * j->ldc + c0;
+    if (rows == ar->mr && cols == ar->nr) {
+        ar->kern(kc, ap, bp, c, j->ldc, j->alpha, beta);
+        return;
+    }
+    /* edge tile: compute the full tile aside, merge the valid part */
     float tile[MAX_MR * MAX_NR];
-    for (int64_t t = tb; t < te; t++) {
-        int64_t jr = t / n_ir, ir = t % n_ir;
-        int64_t i0 = j->ic + ir * mr, j0 = j->jc + jr * nr;
-        int64_t rows = min64(mr, j->m - i0), cols = min64(nr, j->n - j0);
-        const float *ap = j->ap + ir * mr * j->kc, *bp = j->bp + jr * nr * j->kc;
-        float *c = j->c + i0 * j->ldc + j0;
-        if (rows == mr && cols == nr) {
-            ar->kern(j->kc, ap, bp, c, j->ldc, j->alpha, j->beta);
-        } else {
-            /* edge tile: compute the full tile aside, merge the valid part */
-            ar->kern(j->kc, ap, bp, tile, nr, 1.0f, 0.0f);
-            for (int64_t i = 0; i < rows; i++)
-                for (int64_t q = 0; q < cols; q++) {
-                    float *cp = &c[i * j->ldc + q];
-                    float v = j->alpha * tile[i * nr + q];
-                    *cp = j->beta == 0 ? v : v + j->beta * *cp;
-                }
+    ar->kern(kc, ap, bp, tile, ar->nr, 1.0f, 0.0f);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t q = 0; q < cols; q++) {
+            float *cp = &c[i * j->ldc + q];
+            float v = j->alpha * tile[i * ar->nr + q];
+            *cp = beta == 0 ? v : v + beta * *cp;
+        }
+}
+
+/* Work items [wb, we), K slice by K slice so the shared slice stays in L2 across the items. */
+static void compute_range(void *arg, int64_t wb, int64_t we)
+{
+    const gemm_job *j = arg;
+    const int mr = j->ar->mr, nr = j->ar->nr;
+    _Alignas(64) float own[MAX_KC * MAX_NR]; /* this item's panel of the other operand */
+    for (int64_t pk = 0; pk < j->kl; pk += j->kstep) {
+        int64_t kc = min64(j->kstep, j->kl - pk);
+        float beta = j->p0 + pk == 0 ? j->beta : 1.0f; /* later slices accumulate */
+        for (int64_t w = wb; w < we; w++) {
+            int64_t o = w / j->n_grp, g = w % j->n_grp;
+            int64_t sb = g * j->per_grp, se = min64(j->n_shared, sb + j->per_grp);
+            if (j->a_stat) {
+                int64_t rows = panel_rows(j, o), r0 = j->i0 + o * mr;
+                pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
+                for (int64_t jr = sb; jr < se; jr++)
+                    run_tile(j, own, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr, panel_cols(j, jr),
+                             beta);
+            } else {
+                int64_t cols = panel_cols(j, o);
+                pack_b_panel(j, o * nr, cols, j->p0 + pk, kc, own);
+                for (int64_t ir = sb; ir < se; ir++)
+                    run_tile(j, j->sp + ir * mr * j->kl + pk * mr, own, kc, j->i0 + ir * mr, panel_rows(j, ir),
+                             o * nr, cols, beta);
+            }
         }
     }
 }
 
-static size_t ws_bytes_for(const gemm_arch *ar, int64_t m, int64_t n, int64_t k)
+/* How a product is cut: the loop order, rows of C per chunk, k per chunk, floats of shared packing. */
+typedef struct gemm_plan {
+    bool a_stat;
+    int64_t mchunk, kl;
+    size_t shared_floats;
+} gemm_plan;
+
+static gemm_plan plan_gemm(const gemm_arch *ar, int64_t m, int64_t n, int64_t k)
 {
-    if (m <= 1 || n <= 1 || k <= 0 || m * n * k < SMALL_MACS) return 0;
-    blocks bl = plan_blocks(ar, m, n, k);
-    size_t floats = (size_t)(bl.mc * bl.kc) + (size_t)(bl.kc * bl.nc);
-    return floats * sizeof(float) + 128; /* two 64-byte alignments */
+    gemm_plan pl;
+    pl.a_stat = m > n && round_up(n, ar->nr) <= B_STAT_MAX_COLS;
+    int64_t width; /* floats per step of k in the shared operand */
+    if (pl.a_stat) {
+        pl.mchunk = m;
+        width = round_up(n, ar->nr);
+    } else {
+        pl.mchunk = balance(m, A_CHUNK_ROWS, ar->mr);
+        width = round_up(pl.mchunk, ar->mr);
+    }
+    int64_t kmax = pack_cap / width;
+    pl.kl = balance(k, kmax < ar->kc ? ar->kc : kmax, 1);
+    pl.shared_floats = (size_t)(width * pl.kl);
+    return pl;
 }
 
-size_t ig__sgemm_ws_bytes(int64_t m, int64_t n, int64_t k) { return ws_bytes_for(arch_get(), m, n, k); }
+static bool use_packed(int64_t m, int64_t n, int64_t k)
+{
+    return m > 1 && n > 1 && k > 0 && m * n * k >= SMALL_MACS;
+}
+
+size_t ig__sgemm_ws_bytes(int64_t m, int64_t n, int64_t k)
+{
+    if (!use_packed(m, n, k)) return 0;
+    return plan_gemm(arch_get(), m, n, k).shared_floats * sizeof(float) + 64;
+}
 
 static float *align64(void *p)
 {
@@ -405,13 +478,13 @@ void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, i
         gemv(pool, &g);
         return;
     }
-    if (m * n * k < SMALL_MACS) {
+    if (!use_packed(m, n, k)) {
         gemm_naive(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
 
     const gemm_arch *ar = arch_get();
-    size_t need = ws_bytes_for(ar, m, n, k);
+    size_t need = ig__sgemm_ws_bytes(m, n, k);
     void *own = NULL;
     if (!ws || ws_bytes < need) {
         own = ig__malloc_aligned(need, 64);
@@ -421,28 +494,28 @@ void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, i
         }
         ws = own;
     }
-    blocks bl = plan_blocks(ar, m, n, k);
+    gemm_plan pl = plan_gemm(ar, m, n, k);
     gemm_job j = {.ar = ar, .ta = trans_a, .tb = trans_b, .m = m, .n = n, .k = k, .alpha = alpha,
-                  .a = a, .b = b, .lda = lda, .ldb = ldb, .c = c, .ldc = ldc};
-    j.ap = align64(ws);
-    j.bp = align64(j.ap + bl.mc * bl.kc);
-
-    for (j.jc = 0; j.jc < n; j.jc += bl.nc) {
-        j.nc = min64(bl.nc, n - j.jc);
-        int64_t n_jr = ceil_div(j.nc, ar->nr);
-        for (j.pc = 0; j.pc < k; j.pc += bl.kc) {
-            j.kc = min64(bl.kc, k - j.pc);
-            j.beta = j.pc == 0 ? beta : 1.0f;
-            int64_t pack_grain = ceil_div(8192, ar->nr * j.kc);
-            ig__parallel_for(pool, n_jr, pack_grain, pack_b_range, &j);
-            for (j.ic = 0; j.ic < m; j.ic += bl.mc) {
-                j.mc = min64(bl.mc, m - j.ic);
-                int64_t n_ir = ceil_div(j.mc, ar->mr);
-                ig__parallel_for(pool, n_ir, ceil_div(8192, ar->mr * j.kc), pack_a_range, &j);
-                /* a tile is mr*nr*kc multiply-adds; ask for ~64K per chunk at least */
-                int64_t grain = ceil_div(1 << 16, (int64_t)ar->mr * ar->nr * j.kc);
-                ig__parallel_for(pool, n_ir * n_jr, grain, compute_range, &j);
-            }
+                  .beta = beta, .a = a, .b = b, .lda = lda, .ldb = ldb, .c = c, .ldc = ldc,
+                  .a_stat = pl.a_stat, .sp = align64(ws)};
+    int64_t threads = ig__pool_threads(pool);
+    for (j.p0 = 0; j.p0 < k; j.p0 += pl.kl) {
+        j.kl = min64(pl.kl, k - j.p0);
+        j.kstep = balance(j.kl, ar->kc, 1);
+        for (j.i0 = 0; j.i0 < m; j.i0 += pl.mchunk) {
+            j.mrows = min64(pl.mchunk, m - j.i0);
+            int64_t n_ir = ceil_div(j.mrows, ar->mr), n_jr = ceil_div(n, ar->nr);
+            int64_t n_own = j.a_stat ? n_ir : n_jr;
+            j.n_shared = j.a_stat ? n_jr : n_ir;
+            int64_t shared_w = j.a_stat ? ar->nr : ar->mr;
+            ig__parallel_for(pool, j.n_shared, ceil_div(1 << 14, shared_w * j.kl), pack_shared_range, &j);
+            /* enough work items for every thread to get a few: own panels, then groups of shared ones */
+            int64_t n_grp = 1;
+            if (threads > 1 && n_own < 4 * threads) n_grp = min64(j.n_shared, ceil_div(4 * threads, n_own));
+            j.per_grp = ceil_div(j.n_shared, n_grp);
+            j.n_grp = ceil_div(j.n_shared, j.per_grp);
+            int64_t item_macs = j.per_grp * ar->mr * ar->nr * j.kl;
+            ig__parallel_for(pool, n_own * j.n_grp, ceil_div(1 << 16, item_macs), compute_range, &j);
         }
     }
     if (own) ig__free_aligned(own);

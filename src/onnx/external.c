@@ -7,7 +7,7 @@
  * real path (symlinks followed) must lie under the folder's real path. Each file is mapped once, whole,
  * with 64-bit sizes and offsets throughout, so data past 2 GiB (or 4 GiB) is reachable.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE     700
 #define _FILE_OFFSET_BITS 64
 #include "import.h"
 
@@ -44,8 +44,7 @@ static bool read_all(int fd, uint8_t *dst, size_t n)
     return true;
 }
 
-ingot_status ig__onnx_blob_open(const char *path, bool use_mmap, const char *what, ig_onnx_blob *blob,
-                                ig_err *err)
+ingot_status ig__onnx_blob_open(const char *path, bool use_mmap, const char *what, ig_onnx_blob *blob, ig_err *err)
 {
     memset(blob, 0, sizeof *blob);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -138,8 +137,9 @@ ingot_status ig__onnx_external(ig_onnx_imp *im, const char *tensor, const char *
     char *real = realpath(joined, NULL);
     if (!real) {
         int e = errno;
-        ingot_status st = ig__pb_errf(c, INGOT_ERR_IO, NULL, "tensor '%.200s': external data file '%.200s' (%.300s): %s",
-                                      tensor, location, joined, e == ENOENT ? "file not found" : strerror(e));
+        ingot_status st =
+            ig__pb_errf(c, INGOT_ERR_IO, NULL, "tensor '%.200s': external data file '%.200s' (%.300s): %s", tensor,
+                        location, joined, e == ENOENT ? "file not found" : strerror(e));
         ig__free(joined);
         return st;
     }

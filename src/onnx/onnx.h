@@ -1,6 +1,29 @@
 /*
- * onnx.h -- the ONNX importer: protobuf wire format over a memory-mapped file, straight into ig_graph.
- * (Being written: see the reader task.)
+ * onnx.h -- the ONNX importer: a protobuf wire-format reader over the memory-mapped file (pb.h),
+ * decoding ModelProto straight into an ig_graph. No libprotobuf, no generated structs.
+ *
+ * What lands where:
+ *  - initializers: values with IG_VAL_INITIALIZER | IG_VAL_CONST, dtype/shape and c = the data.
+ *    raw_data and packed float_data/double_data are referenced in place (zero-copy, possibly
+ *    unaligned); varint fields (int32_data, int64_data, uint64_data) are decoded into the graph arena.
+ *    External data is mapped from files next to the model. With load_external_data off, an external
+ *    initializer gets dtype/shape and c.dtype/rank/dims but no IG_VAL_CONST and c.data == NULL.
+ *  - graph inputs that have an initializer are weights, not inputs; the other inputs get
+ *    IG_VAL_INPUT | IG_VAL_DECLARED with dtype/shape = the declaration. Outputs: IG_VAL_OUTPUT, and
+ *    decl_* when declared (dtype/shape are left to inference). value_info: decl_* only.
+ *  - symbolic dims: dim_param "batch" -> {1, symbol "batch"}; a dim with neither value nor param
+ *    gets a fresh "unk__K" symbol.
+ *  - attributes: scalars, strings and lists decoded; TENSOR(S) decoded to ig_const like initializers;
+ *    GRAPH, SPARSE_TENSOR, TYPE_PROTO keep raw = the serialized message; GRAPHS, SPARSE_TENSORS,
+ *    TYPE_PROTOS keep raw = the whole serialized AttributeProto (n = element count). Opaque bytes are
+ *    validated (framing, wire types, nesting depth) but not decoded. A missing `type` (old files) is
+ *    inferred from the fields present.
+ *
+ * Errors: INGOT_ERR_MODEL_PARSE (wire format; names the field path and byte offset, e.g.
+ * "ModelProto.graph.node[12].attribute[0]: length 4000 at byte 1234 runs past the end of its message
+ * (ends at byte 1300)"), INGOT_ERR_MODEL_INVALID (ONNX rules broken; names tensor or node, prefixed by
+ * the path), INGOT_ERR_MODEL_UNSUPPORTED_OP (valid ONNX ingot does not handle: string/complex/float8
+ * tensors, rank > 8, sequence/map types, sparse initializers), INGOT_ERR_IO (files).
  */
 #ifndef INGOT_ONNX_H
 #define INGOT_ONNX_H
@@ -15,19 +38,24 @@ typedef struct ig_onnx_options {
 /* A model file kept open (mapped) while the graph references its bytes. */
 typedef struct ig_onnx_file ig_onnx_file;
 
-/* Parse `path` into g (initialised by the caller with ig__graph_init). On success *file holds the
- * mapping that g's initializer data points into; release it with ig__onnx_close after freeing g.
- * Errors name the field and byte offset (INGOT_ERR_MODEL_PARSE), the tensor (external data), or I/O. */
+/* Parse `path` into g (initialised by the caller with ig__graph_init), then topologically sort and
+ * verify it (ig__graph_toposort, ig__graph_verify). opt NULL: mmap and external data on. On success
+ * *file holds the mapping(s) that g's initializer data points into; release it with ig__onnx_close
+ * after freeing g. On failure *file is NULL and g holds a partial graph the caller frees. */
 ingot_status ig__onnx_load_file(const char *path, const ig_onnx_options *opt, ig_graph *g, ig_onnx_file **file,
                                 ig_err *err);
 /* The same over a caller's buffer (copied into the returned file object). base_dir resolves external
  * data; NULL forbids it. */
 ingot_status ig__onnx_load_buffer(const void *data, size_t n, const char *base_dir, const ig_onnx_options *opt,
                                   ig_graph *g, ig_onnx_file **file, ig_err *err);
-void ig__onnx_close(ig_onnx_file *file);
+void ig__onnx_close(ig_onnx_file *file); /* accepts NULL */
 
 /* Read one serialized TensorProto file (the ONNX test-data `input_0.pb` format) into *out, with data
- * copied into `arena`. */
+ * (and name) copied into `arena`, 16-byte aligned, so it outlives the file. External data is resolved
+ * relative to the file's folder. */
 ingot_status ig__onnx_read_tensor_file(const char *path, ig_arena *arena, ig_const *out, ig_err *err);
+/* The same over bytes in memory; base_dir resolves external data (NULL forbids it). */
+ingot_status ig__onnx_read_tensor_buffer(const void *data, size_t n, const char *base_dir, ig_arena *arena,
+                                         ig_const *out, ig_err *err);
 
 #endif

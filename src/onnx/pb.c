@@ -27,7 +27,9 @@ static const char *kind_expect(unsigned k)
     case IG_PBK_VARINT: return "varint (0)";
     case IG_PBK_I32: return "fixed32 (5)";
     case IG_PBK_I64: return "fixed64 (1)";
-    case IG_PBK_BYTES: case IG_PBK_MSG: case IG_PBK_RMSG: return "length-delimited (2)";
+    case IG_PBK_BYTES:
+    case IG_PBK_MSG:
+    case IG_PBK_RMSG: return "length-delimited (2)";
     case IG_PBK_RVARINT: return "varint (0) or packed length-delimited (2)";
     case IG_PBK_RI32: return "fixed32 (5) or packed length-delimited (2)";
     case IG_PBK_RI64: return "fixed64 (1) or packed length-delimited (2)";
@@ -41,7 +43,9 @@ static bool kind_accepts(unsigned k, unsigned w)
     case IG_PBK_VARINT: return w == IG_PB_VARINT;
     case IG_PBK_I32: return w == IG_PB_I32;
     case IG_PBK_I64: return w == IG_PB_I64;
-    case IG_PBK_BYTES: case IG_PBK_MSG: case IG_PBK_RMSG: return w == IG_PB_LEN;
+    case IG_PBK_BYTES:
+    case IG_PBK_MSG:
+    case IG_PBK_RMSG: return w == IG_PB_LEN;
     case IG_PBK_RVARINT: return w == IG_PB_VARINT || w == IG_PB_LEN;
     case IG_PBK_RI32: return w == IG_PB_I32 || w == IG_PB_LEN;
     case IG_PBK_RI64: return w == IG_PB_I64 || w == IG_PB_LEN;
@@ -73,9 +77,14 @@ ingot_status ig__pb_errf(ig_pb_ctx *c, ingot_status status, const ig_pb_field *f
     va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
-    if (f)
-        return ig__errf(c->err, status, "%s.%s: %s", c->path, ig__pb_field_name(f, fname, sizeof fname), body);
-    return ig__errf(c->err, status, "%s: %s", c->path, body);
+    /* a deep path keeps its head and tail, so the message still shows where and what */
+    char path[320];
+    if (c->path_len < sizeof path)
+        memcpy(path, c->path, c->path_len + 1);
+    else
+        snprintf(path, sizeof path, "%.100s ... %s", c->path, c->path + c->path_len - 200);
+    if (f) return ig__errf(c->err, status, "%s.%s: %s", path, ig__pb_field_name(f, fname, sizeof fname), body);
+    return ig__errf(c->err, status, "%s: %s", path, body);
 }
 
 const char *ig__pb_field_name(const ig_pb_field *f, char *buf, size_t n)
@@ -139,8 +148,8 @@ int ig__pb_next(ig_pb_msg *m, ig_pb_field *f)
     unsigned wire = (unsigned)(tag & 7);
     if (num == 0 || num > 536870911u) {
         ig__pb_errf(m->c, INGOT_ERR_MODEL_PARSE, NULL,
-                    "invalid field number %" PRIu64 " in the tag at byte %zu (not a protobuf message, or corrupt)",
-                    num, f->tag_off);
+                    "invalid field number %" PRIu64 " in the tag at byte %zu (not a protobuf message, or corrupt)", num,
+                    f->tag_off);
         return -1;
     }
     f->num = (uint32_t)num;
@@ -158,8 +167,8 @@ int ig__pb_next(ig_pb_msg *m, ig_pb_field *f)
         size_t w = wire == IG_PB_I64 ? 8 : 4;
         if (m->end - m->pos < w) {
             ig__pb_errf(m->c, INGOT_ERR_MODEL_PARSE, f,
-                        "%s value at byte %zu runs past the end of its message (ends at byte %zu)",
-                        wire_name(wire), m->pos, m->end);
+                        "%s value at byte %zu runs past the end of its message (ends at byte %zu)", wire_name(wire),
+                        m->pos, m->end);
             return -1;
         }
         f->off = m->pos;
@@ -197,8 +206,8 @@ int ig__pb_next(ig_pb_msg *m, ig_pb_field *f)
         return -1;
     }
     if (f->desc && !kind_accepts(f->desc->kind, wire)) {
-        ig__pb_errf(m->c, INGOT_ERR_MODEL_PARSE, f, "wire type %u (%s) at byte %zu, expected %s", wire,
-                    wire_name(wire), f->tag_off, kind_expect(f->desc->kind));
+        ig__pb_errf(m->c, INGOT_ERR_MODEL_PARSE, f, "wire type %u (%s) at byte %zu, expected %s", wire, wire_name(wire),
+                    f->tag_off, kind_expect(f->desc->kind));
         return -1;
     }
     return 1;
@@ -249,8 +258,8 @@ int64_t ig__pb_count(ig_pb_msg *m, const ig_pb_field *f)
         size_t w = kind == IG_PBK_RI32 ? 4 : 8;
         if (f->len % w) {
             ig__pb_errf(m->c, INGOT_ERR_MODEL_PARSE, f,
-                        "packed %s data at byte %zu has %zu bytes, not a multiple of %zu", w == 4 ? "fixed32" : "fixed64",
-                        f->off, f->len, w);
+                        "packed %s data at byte %zu has %zu bytes, not a multiple of %zu",
+                        w == 4 ? "fixed32" : "fixed64", f->off, f->len, w);
             return -1;
         }
         return (int64_t)(f->len / w);

@@ -19,7 +19,7 @@
 #include "../core/core.h"
 
 #define IG_PB_MAX_DEPTH 100
-#define IG_PB_PATH_MAX 768
+#define IG_PB_PATH_MAX  8192 /* IG_PB_MAX_DEPTH segments like ".attribute[123]" fit whole */
 
 enum ig_pb_wire {
     IG_PB_VARINT = 0,
@@ -32,24 +32,24 @@ enum ig_pb_wire {
 
 /* What a known field holds; decides which wire types are accepted. */
 enum ig_pb_kind {
-    IG_PBK_VARINT, /* int32/int64/uint64/enum/bool: wire 0 */
-    IG_PBK_I32,    /* float/fixed32: wire 5 */
-    IG_PBK_I64,    /* double/fixed64: wire 1 */
-    IG_PBK_BYTES,  /* string/bytes: wire 2 */
-    IG_PBK_MSG,    /* embedded message: wire 2 */
-    IG_PBK_RMSG,   /* repeated embedded message: wire 2 */
+    IG_PBK_VARINT,  /* int32/int64/uint64/enum/bool: wire 0 */
+    IG_PBK_I32,     /* float/fixed32: wire 5 */
+    IG_PBK_I64,     /* double/fixed64: wire 1 */
+    IG_PBK_BYTES,   /* string/bytes: wire 2 */
+    IG_PBK_MSG,     /* embedded message: wire 2 */
+    IG_PBK_RMSG,    /* repeated embedded message: wire 2 */
     IG_PBK_RVARINT, /* repeated varint: wire 0 (unpacked) or 2 (packed) */
-    IG_PBK_RI32,   /* repeated float/fixed32: wire 5 or 2 */
-    IG_PBK_RI64,   /* repeated double/fixed64: wire 1 or 2 */
+    IG_PBK_RI32,    /* repeated float/fixed32: wire 5 or 2 */
+    IG_PBK_RI64,    /* repeated double/fixed64: wire 1 or 2 */
 };
 
 typedef struct ig_pb_msgdesc ig_pb_msgdesc;
 
 typedef struct ig_pb_fielddesc {
     uint32_t num;
-    uint8_t kind;              /* enum ig_pb_kind */
+    uint8_t kind; /* enum ig_pb_kind */
     const char *name;
-    const ig_pb_msgdesc *sub;  /* IG_PBK_MSG: the message type, for validation (NULL: not checked) */
+    const ig_pb_msgdesc *sub; /* IG_PBK_MSG: the message type, for validation (NULL: not checked) */
 } ig_pb_fielddesc;
 
 struct ig_pb_msgdesc {
@@ -126,8 +126,7 @@ const char *ig__pb_field_name(const ig_pb_field *f, char *buf, size_t n);
 
 /* Fail with status at the current path, optionally naming a field (NULL: the message itself):
  * "<path>.<field>: <message>". Returns status. */
-ingot_status ig__pb_errf(ig_pb_ctx *c, ingot_status status, const ig_pb_field *f, const char *fmt, ...)
-    IG_PRINTF(4, 5);
+ingot_status ig__pb_errf(ig_pb_ctx *c, ingot_status status, const ig_pb_field *f, const char *fmt, ...) IG_PRINTF(4, 5);
 /* The current path as text (valid until the next push/pop). */
 static inline const char *ig__pb_path(const ig_pb_ctx *c) { return c->path; }
 

@@ -5,7 +5,7 @@
  */
 #include "import.h"
 
-#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define N(a)                 ((int)(sizeof(a) / sizeof((a)[0])))
 #define MSG(var, nm, fields) const ig_pb_msgdesc var = {nm, N(fields), fields}
 
 /* Every descriptor refers to others; these declarations let the tables below link in any order. */

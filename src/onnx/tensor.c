@@ -7,7 +7,7 @@
  * (overflow and negative dims rejected) and must match the data exactly, so nothing is allocated
  * beyond what the data bytes themselves justify.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include "import.h"
 
 #include <inttypes.h>
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 
 static const char *const onnx_dtype_names[] = {
-    "undefined", "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "string", "bool",
-    "float16", "float64", "uint32", "uint64", "complex64", "complex128", "bfloat16", "float8e4m3fn",
-    "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2",
-    "int2", "float6e2m3", "float6e3m2",
+    "undefined",  "float32",      "uint8",          "int8",       "uint16",         "int16",  "int32",     "int64",
+    "string",     "bool",         "float16",        "float64",    "uint32",         "uint64", "complex64", "complex128",
+    "bfloat16",   "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4",  "int4",      "float4e2m1",
+    "float8e8m0", "uint2",        "int2",           "float6e2m3", "float6e3m2",
 };
 
 const char *ig__onnx_dtype_name(int64_t t, char *buf, size_t n)
@@ -31,13 +31,20 @@ const char *ig__onnx_dtype_name(int64_t t, char *buf, size_t n)
 bool ig__onnx_dtype_supported(int64_t t)
 {
     switch (t) {
-    case INGOT_DTYPE_FLOAT: case INGOT_DTYPE_FLOAT16: case INGOT_DTYPE_BFLOAT16: case INGOT_DTYPE_DOUBLE:
-    case INGOT_DTYPE_INT8: case INGOT_DTYPE_INT16: case INGOT_DTYPE_INT32: case INGOT_DTYPE_INT64:
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_UINT16: case INGOT_DTYPE_UINT32: case INGOT_DTYPE_UINT64:
-    case INGOT_DTYPE_BOOL:
-        return true;
-    default:
-        return false;
+    case INGOT_DTYPE_FLOAT:
+    case INGOT_DTYPE_FLOAT16:
+    case INGOT_DTYPE_BFLOAT16:
+    case INGOT_DTYPE_DOUBLE:
+    case INGOT_DTYPE_INT8:
+    case INGOT_DTYPE_INT16:
+    case INGOT_DTYPE_INT32:
+    case INGOT_DTYPE_INT64:
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_UINT16:
+    case INGOT_DTYPE_UINT32:
+    case INGOT_DTYPE_UINT64:
+    case INGOT_DTYPE_BOOL: return true;
+    default: return false;
     }
 }
 
@@ -59,7 +66,8 @@ static uint32_t typed_field_for(ingot_dtype t)
     case INGOT_DTYPE_FLOAT: return F_TENSOR_FLOAT;
     case INGOT_DTYPE_DOUBLE: return F_TENSOR_DOUBLE;
     case INGOT_DTYPE_INT64: return F_TENSOR_INT64;
-    case INGOT_DTYPE_UINT32: case INGOT_DTYPE_UINT64: return F_TENSOR_UINT64;
+    case INGOT_DTYPE_UINT32:
+    case INGOT_DTYPE_UINT64: return F_TENSOR_UINT64;
     default: return F_TENSOR_INT32; /* int8/16/32, uint8/16, bool, float16, bfloat16 */
     }
 }
@@ -92,15 +100,15 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 typedef struct tensor_scan {
     int64_t dims[IG_MAX_RANK];
-    int64_t rank;           /* may exceed IG_MAX_RANK: counted, not stored */
+    int64_t rank; /* may exceed IG_MAX_RANK: counted, not stored */
     int64_t dtype;
     const char *name;
     bool has_raw, has_segment, has_strings;
     ig_pb_field raw;
-    int64_t typed_count[16];    /* elements per typed field number */
-    int32_t typed_occ[16];      /* occurrences per typed field number */
+    int64_t typed_count[16]; /* elements per typed field number */
+    int32_t typed_occ[16];   /* occurrences per typed field number */
     ig_pb_field typed_first[16];
-    int64_t location;           /* data_location */
+    int64_t location; /* data_location */
     const char *ext_location, *ext_offset, *ext_length;
 } tensor_scan;
 
@@ -114,15 +122,20 @@ static ingot_status scan_external_entry(ig_onnx_imp *im, ig_pb_msg *m, const ig_
     ig_pb_field ef;
     int r;
     while ((r = ig__pb_next(&e, &ef)) > 0) {
-        if (ef.num == F_ENTRY_KEY) st = ig__onnx_str(im, &ef, &key);
-        else if (ef.num == F_ENTRY_VALUE) st = ig__onnx_str(im, &ef, &value);
+        if (ef.num == F_ENTRY_KEY)
+            st = ig__onnx_str(im, &ef, &key);
+        else if (ef.num == F_ENTRY_VALUE)
+            st = ig__onnx_str(im, &ef, &value);
         if (st) return st;
     }
     if (r < 0) return INGOT_ERR_MODEL_PARSE;
     ig__pb_leave(&im->pb);
-    if (!strcmp(key, "location")) ts->ext_location = value;
-    else if (!strcmp(key, "offset")) ts->ext_offset = value;
-    else if (!strcmp(key, "length")) ts->ext_length = value;
+    if (!strcmp(key, "location"))
+        ts->ext_location = value;
+    else if (!strcmp(key, "offset"))
+        ts->ext_offset = value;
+    else if (!strcmp(key, "length"))
+        ts->ext_length = value;
     /* "checksum" and unknown keys are ignored */
     return INGOT_OK;
 }
@@ -152,20 +165,18 @@ static ingot_status scan_tensor(ig_onnx_imp *im, ig_pb_msg *m, tensor_scan *ts)
         case F_TENSOR_DTYPE:
             ts->dtype = (int64_t)(int32_t)f.u; /* int32 field: sign-extended varint */
             break;
-        case F_TENSOR_SEGMENT:
-            ts->has_segment = true;
-            break;
-        case F_TENSOR_NAME:
-            st = ig__onnx_str(im, &f, &ts->name);
-            break;
+        case F_TENSOR_SEGMENT: ts->has_segment = true; break;
+        case F_TENSOR_NAME: st = ig__onnx_str(im, &f, &ts->name); break;
         case F_TENSOR_RAW:
             ts->has_raw = true;
             ts->raw = f;
             break;
-        case F_TENSOR_STRING:
-            ts->has_strings = true;
-            break;
-        case F_TENSOR_FLOAT: case F_TENSOR_INT32: case F_TENSOR_INT64: case F_TENSOR_DOUBLE: case F_TENSOR_UINT64: {
+        case F_TENSOR_STRING: ts->has_strings = true; break;
+        case F_TENSOR_FLOAT:
+        case F_TENSOR_INT32:
+        case F_TENSOR_INT64:
+        case F_TENSOR_DOUBLE:
+        case F_TENSOR_UINT64: {
             int64_t n = ig__pb_count(m, &f);
             if (n < 0) return INGOT_ERR_MODEL_PARSE;
             if (!ts->typed_occ[f.num]) ts->typed_first[f.num] = f;
@@ -173,14 +184,9 @@ static ingot_status scan_tensor(ig_onnx_imp *im, ig_pb_msg *m, tensor_scan *ts)
             ts->typed_count[f.num] += n;
             break;
         }
-        case F_TENSOR_EXTERNAL:
-            st = scan_external_entry(im, m, &f, n_ext++, ts);
-            break;
-        case F_TENSOR_LOCATION:
-            ts->location = (int64_t)f.u;
-            break;
-        default:
-            break;
+        case F_TENSOR_EXTERNAL: st = scan_external_entry(im, m, &f, n_ext++, ts); break;
+        case F_TENSOR_LOCATION: ts->location = (int64_t)f.u; break;
+        default: break;
         }
         if (st) return st;
     }
@@ -245,18 +251,18 @@ ingot_status ig__onnx_tensor(ig_onnx_imp *im, ig_pb_msg *m, const char *what, ig
     int64_t count = 1;
     for (int64_t i = 0; i < ts.rank; i++) {
         if (ts.dims[i] < 0)
-            return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "%s '%.200s': dim %" PRId64 " is negative (%" PRId64 ")",
-                               what, nm, i, ts.dims[i]);
+            return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                               "%s '%.200s': dim %" PRId64 " is negative (%" PRId64 ")", what, nm, i, ts.dims[i]);
         if (!ig__mul_i64(count, ts.dims[i], &count))
             return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
-                               "%s '%.200s': the element count (product of %" PRId64 " dims) overflows 64 bits",
-                               what, nm, ts.rank);
+                               "%s '%.200s': the element count (product of %" PRId64 " dims) overflows 64 bits", what,
+                               nm, ts.rank);
     }
     size_t es = ingot_dtype_size(dt), n_bytes;
     if ((uint64_t)count > SIZE_MAX || !ig__mul_size((size_t)count, es, &n_bytes))
         return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
-                           "%s '%.200s': %" PRId64 " %s elements do not fit in memory (byte size overflows)", what,
-                           nm, count, dtn);
+                           "%s '%.200s': %" PRId64 " %s elements do not fit in memory (byte size overflows)", what, nm,
+                           count, dtn);
     out->dtype = dt;
     out->rank = (int32_t)ts.rank;
     for (int64_t i = 0; i < ts.rank; i++) out->dims[i] = ts.dims[i];
@@ -331,8 +337,8 @@ ingot_status ig__onnx_tensor(ig_onnx_imp *im, ig_pb_msg *m, const char *what, ig
         return INGOT_OK;
     }
     if (ts.location != 0)
-        return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "%s '%.200s' has unknown data_location %" PRId64, what,
-                           nm, ts.location);
+        return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "%s '%.200s' has unknown data_location %" PRId64, what, nm,
+                           ts.location);
     if (n_sources > 1)
         return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "%s '%.200s' has both raw_data and %s", what, nm,
                            typed_field_name(want));
@@ -340,8 +346,8 @@ ingot_status ig__onnx_tensor(ig_onnx_imp *im, ig_pb_msg *m, const char *what, ig
     if (ts.has_raw) {
         if (ts.raw.len != n_bytes)
             return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
-                               "%s '%.200s': raw_data has %zu bytes, expected %zu (%" PRId64 " %s elements)", what,
-                               nm, ts.raw.len, n_bytes, count, dtn);
+                               "%s '%.200s': raw_data has %zu bytes, expected %zu (%" PRId64 " %s elements)", what, nm,
+                               ts.raw.len, n_bytes, count, dtn);
         const uint8_t *data = c->buf + ts.raw.off;
         if (n_bytes && im->copy_data) {
             void *p = ig__arena_alloc(im->arena, n_bytes);
@@ -374,8 +380,8 @@ ingot_status ig__onnx_tensor(ig_onnx_imp *im, ig_pb_msg *m, const char *what, ig
     }
     uint8_t *p = ig__arena_alloc(im->arena, n_bytes);
     if (!p)
-        return ig__errf(c->err, INGOT_ERR_OUT_OF_MEMORY, "out of memory decoding %zu bytes of tensor '%.200s'",
-                        n_bytes, nm);
+        return ig__errf(c->err, INGOT_ERR_OUT_OF_MEMORY, "out of memory decoding %zu bytes of tensor '%.200s'", n_bytes,
+                        nm);
     decode_typed(m, want, dt, p);
     out->data = p;
     return INGOT_OK;

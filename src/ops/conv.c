@@ -1,9 +1,1258 @@
-/* conv.c -- ops of the 'conv' family (see op_list.h). STUB: descriptors without infer/cpu yet. */
+/*
+ * conv.c -- ops of the 'conv' family: Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool,
+ * GlobalMaxPool, for any number of spatial dims (1-D, 2-D and 3-D are what models use).
+ *
+ * All of them share the sliding-window geometry (kernel, strides, dilations, pads, auto_pad,
+ * ceil_mode), parsed once by parse_window() and resolved against concrete sizes by resolve_dim(), so
+ * shape inference, scratch sizing, FLOP counting and the kernels agree on every output size.
+ *
+ * Conv on the CPU: per image and group, im2col into scratch then one SGEMM (W_g [M/g, C/g*k] times
+ * col [C/g*k, out]); a pointwise conv (1x1, stride 1, no pad) multiplies the input in place; a
+ * depthwise 1-D/2-D conv (one input channel per group) runs a direct loop instead. ConvTranspose is
+ * the adjoint: SGEMM W_g^T X_g into a column buffer, then col2im scatter-adds into the output.
+ * Math is fp32; float16/bfloat16/double tensors are converted into scratch and back.
+ */
 #include "op.h"
+#include "../cpu/cpu.h"
 
-const ig_op_def ig__op_conv = {.name = "Conv", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_conv_transpose = {.name = "ConvTranspose", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_max_pool = {.name = "MaxPool", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_average_pool = {.name = "AveragePool", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_global_average_pool = {.name = "GlobalAveragePool", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_global_max_pool = {.name = "GlobalMaxPool", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#define MAX_SP (IG_MAX_RANK - 2)
+
+typedef enum win_kind { WIN_CONV, WIN_CONVT, WIN_MAXPOOL, WIN_AVGPOOL } win_kind;
+typedef enum auto_pad { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } auto_pad;
+
+/* Sliding-window attributes of a node, with defaults filled in. kernel[i] == 0: not known (a Conv
+ * whose weight dims are symbolic and that has no kernel_shape). */
+typedef struct window {
+    win_kind kind;
+    int32_t nsp;
+    int64_t kernel[MAX_SP], stride[MAX_SP], dil[MAX_SP];
+    int64_t pad_b[MAX_SP], pad_e[MAX_SP]; /* explicit pads (used with NOTSET) */
+    int64_t out_pad[MAX_SP];              /* ConvTranspose output_padding */
+    int64_t out_shape[MAX_SP];            /* ConvTranspose output_shape */
+    bool has_out_shape;
+    auto_pad autopad;
+    bool ceil_mode;
+    bool count_include_pad;
+    int64_t storage_order;
+    int64_t group;
+} window;
+
+/* Fail with the node named, as ig__fail does, from either inference or a kernel. */
+static ingot_status node_fail(ig_err *err, const ig_node *node, ingot_status st, const char *fmt, ...)
+    IG_PRINTF(4, 5);
+static ingot_status node_fail(ig_err *err, const ig_node *node, ingot_status st, const char *fmt, ...)
+{
+    char msg[IG_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ig__errf(err, st, "node '%s' (%s): %s", ig__node_label(node), node->op_type, msg);
+}
+
+/* An INTS attribute of exactly `want` values, each >= min; false (absent) leaves out untouched. */
+static ingot_status attr_ints_n(ig_err *err, const ig_node *node, const char *name, int32_t want, int64_t min,
+                                int64_t *out, bool *present)
+{
+    const ig_attr *a = ig__node_attr(node, name);
+    if (present) *present = false;
+    if (!a) return INGOT_OK;
+    if (a->type != IG_ATTR_INTS)
+        return node_fail(err, node, INGOT_ERR_MODEL_INVALID, "attribute '%s' must be a list of ints", name);
+    if (a->n != want)
+        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute '%s' has %" PRId64 " values; %d expected "
+                         "for %d spatial dims", name, a->n, (int)want, (int)(want > 0 ? want : 0));
+    for (int64_t i = 0; i < a->n; i++) {
+        if (a->ints[i] < min)
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute '%s' value %" PRId64
+                             " at index %" PRId64 " is not supported (must be >= %" PRId64 ")", name, a->ints[i], i, min);
+        out[i] = a->ints[i];
+    }
+    if (present) *present = true;
+    return INGOT_OK;
+}
+
+/*
+ * Parse the window attributes of a node with nsp spatial dims. wk: the weight's spatial dims for
+ * Conv/ConvTranspose (NULL for pools; an entry < 0 is unknown), used when kernel_shape is absent.
+ */
+static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind, int32_t nsp, const int64_t *wk,
+                                 window *w)
+{
+    ingot_status st;
+    memset(w, 0, sizeof *w);
+    w->kind = kind;
+    w->nsp = nsp;
+    w->group = 1;
+    for (int32_t i = 0; i < nsp; i++) w->stride[i] = w->dil[i] = 1;
+
+    bool has_kernel = false;
+    IG_TRY(st, attr_ints_n(err, node, "kernel_shape", nsp, 1, w->kernel, &has_kernel), out);
+    if (!has_kernel) {
+        if (!wk)
+            return node_fail(err, node, INGOT_ERR_MODEL_INVALID, "attribute 'kernel_shape' is required");
+        for (int32_t i = 0; i < nsp; i++) w->kernel[i] = wk[i] > 0 ? wk[i] : 0;
+    } else if (wk) {
+        for (int32_t i = 0; i < nsp; i++)
+            if (wk[i] > 0 && wk[i] != w->kernel[i])
+                return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute 'kernel_shape' (%" PRId64 " at spatial "
+                                 "dim %d) disagrees with the weight's dim %" PRId64, w->kernel[i], (int)i, wk[i]);
+    }
+    IG_TRY(st, attr_ints_n(err, node, "strides", nsp, 1, w->stride, NULL), out);
+    if (kind != WIN_AVGPOOL || node->opset >= 19)
+        IG_TRY(st, attr_ints_n(err, node, "dilations", nsp, 1, w->dil, NULL), out);
+
+    int64_t pads[2 * MAX_SP] = {0};
+    IG_TRY(st, attr_ints_n(err, node, "pads", 2 * nsp, 0, pads, NULL), out);
+    for (int32_t i = 0; i < nsp; i++) {
+        w->pad_b[i] = pads[i];
+        w->pad_e[i] = pads[nsp + i];
+    }
+
+    const char *ap = ig__attr_str(node, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET") || !ap[0]) w->autopad = PAD_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER")) w->autopad = PAD_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER")) w->autopad = PAD_SAME_LOWER;
+    else if (!strcmp(ap, "VALID")) w->autopad = PAD_VALID;
+    else
+        return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'auto_pad' value '%s' is not "
+                         "supported (NOTSET, SAME_UPPER, SAME_LOWER or VALID)", ap);
+
+    if (kind == WIN_CONV || kind == WIN_CONVT) {
+        w->group = ig__attr_int(node, "group", 1);
+        if (w->group < 1)
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'group' value %" PRId64
+                             " is not supported (must be >= 1)", w->group);
+    }
+    if (kind == WIN_CONVT) {
+        IG_TRY(st, attr_ints_n(err, node, "output_padding", nsp, 0, w->out_pad, NULL), out);
+        /* output_shape lists the spatial dims; exporters sometimes give N and C too */
+        const ig_attr *os = ig__node_attr(node, "output_shape");
+        if (os) {
+            if (os->type != IG_ATTR_INTS || (os->n != nsp && os->n != nsp + 2))
+                return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute 'output_shape' must list %d spatial "
+                                 "dims", (int)nsp);
+            for (int32_t i = 0; i < nsp; i++) {
+                w->out_shape[i] = os->ints[os->n - nsp + i];
+                if (w->out_shape[i] < 1)
+                    return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute 'output_shape' value %" PRId64
+                                     " is not a valid size", w->out_shape[i]);
+            }
+            w->has_out_shape = true;
+        }
+    }
+    if (kind == WIN_MAXPOOL || kind == WIN_AVGPOOL) {
+        int64_t cm = ig__attr_int(node, "ceil_mode", 0);
+        if (cm != 0 && cm != 1)
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'ceil_mode' value %" PRId64
+                             " is not supported (0 or 1)", cm);
+        w->ceil_mode = cm == 1;
+    }
+    if (kind == WIN_AVGPOOL) w->count_include_pad = ig__attr_int(node, "count_include_pad", 0) != 0;
+    if (kind == WIN_MAXPOOL) {
+        w->storage_order = ig__attr_int(node, "storage_order", 0);
+        if (w->storage_order != 0 && w->storage_order != 1)
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'storage_order' value %" PRId64
+                             " is not supported (0 or 1)", w->storage_order);
+    }
+    return INGOT_OK;
+out:
+    return st;
+}
+
+/*
+ * Resolve spatial dim i for input size `in`: the output size and the pads actually applied
+ * (begin/end; for ConvTranspose the pads cropped from the full output). Fails naming the dim when
+ * the window does not fit.
+ */
+static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *w, int32_t i, int64_t in,
+                                int64_t *out, int64_t *pb, int64_t *pe)
+{
+    int64_t k = w->kernel[i], s = w->stride[i], d = w->dil[i];
+    int64_t ek = (k - 1) * d + 1; /* the dilated window */
+    if (w->kind == WIN_CONVT) {
+        int64_t full = s * (in - 1) + w->out_pad[i] + ek; /* the output with nothing cropped */
+        int64_t o = 0, total = 0;
+        if (w->has_out_shape || w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) {
+            o = w->has_out_shape ? w->out_shape[i] : in * s;
+            total = full - o;
+            if (total < 0) total = 0; /* a larger output gets zeros past the end (as onnxruntime does) */
+            if (w->autopad == PAD_SAME_UPPER) {
+                *pb = total / 2;
+                *pe = total - total / 2;
+            } else {
+                *pb = total - total / 2;
+                *pe = total / 2;
+            }
+        } else if (w->autopad == PAD_VALID) {
+            *pb = *pe = 0;
+            o = full;
+        } else {
+            *pb = w->pad_b[i];
+            *pe = w->pad_e[i];
+            o = full - *pb - *pe;
+        }
+        if (o < 1)
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "spatial dim %d: output size %" PRId64 " is not "
+                             "positive (input %" PRId64 ", kernel %" PRId64 ", stride %" PRId64 ")", (int)i, o, in, k, s);
+        *out = o;
+        return INGOT_OK;
+    }
+    if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) {
+        int64_t o = (in + s - 1) / s;
+        int64_t total = (o - 1) * s + ek - in;
+        if (total < 0) total = 0;
+        if (w->autopad == PAD_SAME_UPPER) {
+            *pb = total / 2;
+            *pe = total - total / 2;
+        } else {
+            *pb = total - total / 2;
+            *pe = total / 2;
+        }
+    } else if (w->autopad == PAD_VALID) {
+        *pb = *pe = 0;
+    } else {
+        *pb = w->pad_b[i];
+        *pe = w->pad_e[i];
+    }
+    int64_t span = in + *pb + *pe - ek;
+    if (span < 0)
+        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "spatial dim %d: the window (kernel %" PRId64 ", dilation %"
+                         PRId64 ") is larger than the padded input (%" PRId64 " + pads %" PRId64 " + %" PRId64 ")",
+                         (int)i, k, d, in, *pb, *pe);
+    int64_t o = span / s + 1;
+    if (w->ceil_mode) {
+        o = (span + s - 1) / s + 1;
+        if ((o - 1) * s >= in + *pb) o--; /* the last window must start inside the input or its left pad */
+    }
+    *out = o;
+    return INGOT_OK;
+}
+
+/* ---- shared inference ------------------------------------------------------------------------- */
+
+static ingot_status check_float_input(ig_infer *cx, int i, uint32_t mask, ingot_dtype want)
+{
+    ig_value *v = ig__in(cx, i);
+    if (!v) return INGOT_OK;
+    ingot_status st = ig__check_dtype(cx, i, mask);
+    if (st != INGOT_OK) return st;
+    if (want != INGOT_DTYPE_UNDEFINED && v->dtype != want)
+        return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "input %d '%s' has dtype %s but input 0 has %s", i, v->name,
+                        ingot_dtype_name(v->dtype), ingot_dtype_name(want));
+    return INGOT_OK;
+}
+
+/* Output spatial dims from input dims that may be symbolic: a symbolic size passes through when the
+ * window cannot change it (k=1, s=1, no pads, or SAME with s=1); otherwise it becomes a fresh symbol. */
+static ingot_status infer_spatial(ig_infer *cx, const window *w, const ig_shape *xs, ig_shape *os)
+{
+    for (int32_t i = 0; i < w->nsp; i++) {
+        ig_dim in = xs->d[2 + i];
+        if (ig__dim_known(in) && w->kernel[i] > 0) {
+            int64_t o = 0, pb = 0, pe = 0;
+            ingot_status st = resolve_dim(cx->err, cx->node, w, i, in.n, &o, &pb, &pe);
+            if (st != INGOT_OK) return st;
+            os->d[2 + i] = ig__dim_const(o);
+            continue;
+        }
+        if (w->kind == WIN_CONVT && w->has_out_shape) {
+            os->d[2 + i] = ig__dim_const(w->out_shape[i]);
+            continue;
+        }
+        bool same_size = false;
+        if (w->kind != WIN_CONVT && w->stride[i] == 1 && !w->ceil_mode) {
+            if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) same_size = true;
+            else if (w->kernel[i] == 1 && (w->autopad == PAD_VALID || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
+                same_size = true;
+        }
+        if (w->kind == WIN_CONVT && w->kernel[i] == 1 && w->stride[i] == 1 && w->out_pad[i] == 0 &&
+            (w->autopad != PAD_NOTSET || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
+            same_size = true;
+        os->d[2 + i] = same_size ? in : ig__dim_fresh(cx);
+    }
+    return INGOT_OK;
+}
+
+/* The spatial dims of a weight value: -1 where unknown. */
+static void weight_kernel(const ig_value *wv, int32_t nsp, int64_t *wk)
+{
+    for (int32_t i = 0; i < nsp; i++) {
+        wk[i] = -1;
+        if (wv && wv->shape.rank == nsp + 2 && ig__dim_known(wv->shape.d[2 + i])) wk[i] = wv->shape.d[2 + i].n;
+    }
+}
+
+static ingot_status conv_like_infer(ig_infer *cx, bool transpose)
+{
+    ig_value *x = ig__in(cx, 0), *wv = ig__in(cx, 1), *b = ig__in(cx, 2);
+    if (!x || !wv) return ig__fail_shape(cx, "inputs X and W are required");
+    ingot_status st;
+    if ((st = check_float_input(cx, 0, IG_TS_FLOAT, INGOT_DTYPE_UNDEFINED)) != INGOT_OK) return st;
+    if ((st = check_float_input(cx, 1, IG_TS_FLOAT, x->dtype)) != INGOT_OK) return st;
+    if ((st = check_float_input(cx, 2, IG_TS_FLOAT, x->dtype)) != INGOT_OK) return st;
+
+    int32_t rank = x->shape.rank >= 0 ? x->shape.rank : wv->shape.rank;
+    if (rank < 0) {
+        ig_shape unk = {.rank = -1};
+        return ig__set_out(cx, 0, x->dtype, &unk);
+    }
+    if (rank < 3)
+        return ig__fail_shape(cx, "input '%s' must have rank >= 3 (N, C, spatial dims), got rank %d",
+                              x->shape.rank >= 0 ? x->name : wv->name, (int)rank);
+    if (x->shape.rank >= 0 && wv->shape.rank >= 0 && wv->shape.rank != x->shape.rank)
+        return ig__fail_shape(cx, "weight '%s' has rank %d but input '%s' has rank %d", wv->name,
+                              (int)wv->shape.rank, x->name, (int)x->shape.rank);
+    int32_t nsp = rank - 2;
+    int64_t wk[MAX_SP];
+    weight_kernel(wv, nsp, wk);
+    window w;
+    if ((st = parse_window(cx->err, cx->node, transpose ? WIN_CONVT : WIN_CONV, nsp, wk, &w)) != INGOT_OK)
+        return st;
+
+    ig_dim wd0 = wv->shape.rank >= 0 ? wv->shape.d[0] : ig__dim_fresh(cx);
+    ig_dim wd1 = wv->shape.rank >= 0 ? wv->shape.d[1] : ig__dim_fresh(cx);
+    ig_dim xc = x->shape.rank >= 0 ? x->shape.d[1] : ig__dim_fresh(cx);
+    ig_dim m; /* output channels */
+    if (!transpose) {
+        /* W is [M, C/group, k...] */
+        if (ig__dim_known(xc) && ig__dim_known(wd1) && xc.n != wd1.n * w.group)
+            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels but weight '%s' expects %" PRId64
+                                  " (weight dim 1 = %" PRId64 " x group %" PRId64 ")", x->name, xc.n, wv->name,
+                                  wd1.n * w.group, wd1.n, w.group);
+        if (ig__dim_known(wd0) && wd0.n % w.group != 0)
+            return ig__fail_shape(cx, "weight '%s' has %" PRId64 " output channels, not a multiple of group %" PRId64,
+                                  wv->name, wd0.n, w.group);
+        m = wd0;
+    } else {
+        /* W is [C, M/group, k...] */
+        if (ig__dim_known(xc) && ig__dim_known(wd0) && xc.n != wd0.n)
+            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels but weight '%s' expects %" PRId64
+                                  " (weight dim 0)", x->name, xc.n, wv->name, wd0.n);
+        if (ig__dim_known(xc) && xc.n % w.group != 0)
+            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels, not a multiple of group %" PRId64,
+                                  x->name, xc.n, w.group);
+        if (!ig__dim_mul(wd1, ig__dim_const(w.group), &m)) m = ig__dim_fresh(cx);
+    }
+    if (b && b->shape.rank >= 0) {
+        if (b->shape.rank != 1)
+            return ig__fail_shape(cx, "bias '%s' must be 1-D, got rank %d", b->name, (int)b->shape.rank);
+        if (ig__dim_known(b->shape.d[0]) && ig__dim_known(m) && b->shape.d[0].n != m.n)
+            return ig__fail_shape(cx, "bias '%s' has %" PRId64 " values but the output has %" PRId64 " channels",
+                                  b->name, b->shape.d[0].n, m.n);
+    }
+    ig_shape xs = x->shape;
+    if (xs.rank < 0) {
+        xs.rank = rank;
+        for (int32_t i = 0; i < rank; i++) xs.d[i] = ig__dim_fresh(cx);
+    }
+    ig_shape os = {.rank = rank};
+    os.d[0] = xs.d[0];
+    os.d[1] = m;
+    if ((st = infer_spatial(cx, &w, &xs, &os)) != INGOT_OK) return st;
+    return ig__set_out(cx, 0, x->dtype, &os);
+}
+
+static ingot_status conv_infer(ig_infer *cx) { return conv_like_infer(cx, false); }
+static ingot_status conv_transpose_infer(ig_infer *cx) { return conv_like_infer(cx, true); }
+
+static ingot_status pool_infer_common(ig_infer *cx, win_kind kind)
+{
+    ig_value *x = ig__in(cx, 0);
+    if (!x) return ig__fail_shape(cx, "input X is required");
+    uint32_t mask = IG_TS_FLOAT;
+    if (kind == WIN_MAXPOOL && cx->node->opset >= 12) mask |= IG_T(INT8) | IG_T(UINT8);
+    ingot_status st = ig__check_dtype(cx, 0, mask);
+    if (st != INGOT_OK) return st;
+    if (x->shape.rank < 0) {
+        ig_shape unk = {.rank = -1};
+        if ((st = ig__set_out(cx, 0, x->dtype, &unk)) != INGOT_OK) return st;
+        return ig__set_out(cx, 1, INGOT_DTYPE_INT64, &unk);
+    }
+    if (x->shape.rank < 3)
+        return ig__fail_shape(cx, "input '%s' must have rank >= 3 (N, C, spatial dims), got rank %d", x->name,
+                              (int)x->shape.rank);
+    window w;
+    if ((st = parse_window(cx->err, cx->node, kind, x->shape.rank - 2, NULL, &w)) != INGOT_OK) return st;
+    ig_shape os = x->shape;
+    if ((st = infer_spatial(cx, &w, &x->shape, &os)) != INGOT_OK) return st;
+    if ((st = ig__set_out(cx, 0, x->dtype, &os)) != INGOT_OK) return st;
+    return ig__set_out(cx, 1, INGOT_DTYPE_INT64, &os); /* MaxPool's Indices, when asked for */
+}
+
+static ingot_status max_pool_infer(ig_infer *cx) { return pool_infer_common(cx, WIN_MAXPOOL); }
+static ingot_status average_pool_infer(ig_infer *cx) { return pool_infer_common(cx, WIN_AVGPOOL); }
+
+static ingot_status global_pool_infer(ig_infer *cx)
+{
+    ig_value *x = ig__in(cx, 0);
+    if (!x) return ig__fail_shape(cx, "input X is required");
+    ingot_status st = ig__check_dtype(cx, 0, IG_TS_FLOAT);
+    if (st != INGOT_OK) return st;
+    ig_shape os = x->shape;
+    if (os.rank >= 0 && os.rank < 3)
+        return ig__fail_shape(cx, "input '%s' must have rank >= 3 (N, C, spatial dims), got rank %d", x->name,
+                              (int)os.rank);
+    for (int32_t i = 2; i < os.rank; i++) os.d[i] = ig__dim_const(1);
+    return ig__set_out(cx, 0, x->dtype, &os);
+}
+
+/* ---- concrete geometry (kernels, scratch, FLOPs) ------------------------------------------------ */
+
+typedef struct geom {
+    window w;
+    int32_t nsp;
+    int64_t n, c, m, cg, mg;      /* batch, in channels, out channels, per group */
+    int64_t in[MAX_SP], out[MAX_SP], pb[MAX_SP], pe[MAX_SP];
+    int64_t in_sp, out_sp, kprod; /* products over spatial dims */
+} geom;
+
+/* Geometry from concrete dims. xd: input dims [rank]; wd: weight dims (NULL for pools). */
+static ingot_status make_geom(ig_err *err, const ig_node *node, win_kind kind, int32_t rank, const int64_t *xd,
+                              const int64_t *wd, geom *gm)
+{
+    memset(gm, 0, sizeof *gm);
+    if (rank < 3 || rank > IG_MAX_RANK)
+        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "input must have rank >= 3, got %d", (int)rank);
+    int32_t nsp = rank - 2;
+    ingot_status st = parse_window(err, node, kind, nsp, wd ? wd + 2 : NULL, &gm->w);
+    if (st != INGOT_OK) return st;
+    gm->nsp = nsp;
+    gm->n = xd[0];
+    gm->c = xd[1];
+    int64_t g = gm->w.group;
+    if (kind == WIN_CONV) {
+        gm->m = wd[0];
+        gm->cg = wd[1];
+        if (gm->cg * g != gm->c || gm->m % g != 0)
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "input has %" PRId64 " channels but the weight expects %"
+                             PRId64 " (weight dim 1 = %" PRId64 " x group %" PRId64 ")", gm->c, gm->cg * g, gm->cg, g);
+        gm->mg = gm->m / g;
+    } else if (kind == WIN_CONVT) {
+        if (wd[0] != gm->c || gm->c % g != 0)
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "input has %" PRId64 " channels but the weight expects %"
+                             PRId64, gm->c, wd[0]);
+        gm->cg = gm->c / g;
+        gm->mg = wd[1];
+        gm->m = gm->mg * g;
+    } else {
+        gm->m = gm->c;
+        gm->cg = gm->mg = 1;
+    }
+    gm->in_sp = gm->out_sp = gm->kprod = 1;
+    for (int32_t i = 0; i < nsp; i++) {
+        gm->in[i] = xd[2 + i];
+        if ((st = resolve_dim(err, node, &gm->w, i, gm->in[i], &gm->out[i], &gm->pb[i], &gm->pe[i])) != INGOT_OK)
+            return st;
+        gm->in_sp *= gm->in[i];
+        gm->out_sp *= gm->out[i];
+        gm->kprod *= gm->w.kernel[i];
+    }
+    return INGOT_OK;
+}
+
+/* Concrete dims of value input i of node n in graph g; false when not concrete. */
+static bool value_dims(const ig_graph *g, const ig_node *n, int i, int32_t *rank, int64_t *dims)
+{
+    if (i >= n->n_inputs || n->inputs[i] < 0) return false;
+    const ig_value *v = &g->values[n->inputs[i]];
+    if (v->shape.rank < 0 || !ig__shape_known(&v->shape)) return false;
+    *rank = v->shape.rank;
+    for (int32_t k = 0; k < v->shape.rank; k++) dims[k] = v->shape.d[k].n;
+    return true;
+}
+
+static bool graph_geom(const ig_graph *g, const ig_node *n, win_kind kind, geom *gm)
+{
+    int32_t rx, rw;
+    int64_t xd[IG_MAX_RANK], wd[IG_MAX_RANK];
+    if (!value_dims(g, n, 0, &rx, xd)) return false;
+    bool has_w = kind == WIN_CONV || kind == WIN_CONVT;
+    if (has_w && (!value_dims(g, n, 1, &rw, wd) || rw != rx)) return false;
+    return make_geom(NULL, n, kind, rx, xd, has_w ? wd : NULL, gm) == INGOT_OK;
+}
+
+static bool node_has_input(const ig_node *n, int i) { return i < n->n_inputs && n->inputs[i] >= 0; }
+
+/* ---- dtype conversion --------------------------------------------------------------------------- */
+
+static void to_f32(const ig_tensor *t, float *dst)
+{
+    int64_t n = t->numel;
+    switch (t->dtype) {
+    case INGOT_DTYPE_FLOAT: memcpy(dst, t->data, sizeof(float) * (size_t)n); break;
+    case INGOT_DTYPE_FLOAT16:
+        for (int64_t i = 0; i < n; i++) dst[i] = ig__f16_to_f32(((const uint16_t *)t->data)[i]);
+        break;
+    case INGOT_DTYPE_BFLOAT16:
+        for (int64_t i = 0; i < n; i++) dst[i] = ig__bf16_to_f32(((const uint16_t *)t->data)[i]);
+        break;
+    case INGOT_DTYPE_DOUBLE:
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)((const double *)t->data)[i];
+        break;
+    case INGOT_DTYPE_INT8:
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)((const int8_t *)t->data)[i];
+        break;
+    case INGOT_DTYPE_UINT8:
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)((const uint8_t *)t->data)[i];
+        break;
+    default: break;
+    }
+}
+
+static void from_f32(const float *src, ig_tensor *t)
+{
+    int64_t n = t->numel;
+    switch (t->dtype) {
+    case INGOT_DTYPE_FLOAT: memcpy(t->data, src, sizeof(float) * (size_t)n); break;
+    case INGOT_DTYPE_FLOAT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = ig__f32_to_f16(src[i]);
+        break;
+    case INGOT_DTYPE_BFLOAT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = ig__f32_to_bf16(src[i]);
+        break;
+    case INGOT_DTYPE_DOUBLE:
+        for (int64_t i = 0; i < n; i++) ((double *)t->data)[i] = src[i];
+        break;
+    case INGOT_DTYPE_INT8: /* max of int8 values: exact */
+        for (int64_t i = 0; i < n; i++) ((int8_t *)t->data)[i] = (int8_t)src[i];
+        break;
+    case INGOT_DTYPE_UINT8:
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = (uint8_t)src[i];
+        break;
+    default: break;
+    }
+}
+
+/* ---- scratch layout ----------------------------------------------------------------------------- */
+
+/* Scratch is carved into 64-byte aligned pieces in a fixed order; the same walk sizes it. */
+typedef struct carver {
+    char *base; /* NULL while sizing */
+    size_t off;
+} carver;
+
+static float *carve(carver *cv, int64_t floats)
+{
+    size_t bytes = ((size_t)(floats > 0 ? floats : 0) * sizeof(float) + 63) & ~(size_t)63;
+    float *p = cv->base ? (float *)(cv->base + cv->off) : NULL;
+    cv->off += bytes;
+    return p;
+}
+
+/* Where a kernel's temporaries live: the executor's scratch when large enough, else (constant
+ * folding, callers that did not size scratch) a heap block freed by release_scratch. */
+static ingot_status get_scratch(ig_exec *ex, size_t need, char **base, void **own)
+{
+    *own = NULL;
+    if (need == 0 || (ex->scratch && ex->scratch_bytes >= need)) {
+        *base = ex->scratch;
+        return INGOT_OK;
+    }
+    *own = ig__malloc_aligned(need, 64);
+    if (!*own)
+        return ig__errf(ex->err, INGOT_ERR_OUT_OF_MEMORY, "node '%s' (%s): out of memory for %zu bytes of scratch",
+                        ig__node_label(ex->node), ex->node->op_type, need);
+    *base = *own;
+    return INGOT_OK;
+}
+
+/* ---- Conv --------------------------------------------------------------------------------------- */
+
+typedef enum conv_path { PATH_IM2COL, PATH_POINTWISE, PATH_DEPTHWISE } conv_path;
+
+static conv_path conv_choose(const geom *gm)
+{
+    bool pointwise = true;
+    for (int32_t i = 0; i < gm->nsp; i++)
+        if (gm->w.kernel[i] != 1 || gm->w.stride[i] != 1 || gm->pb[i] != 0 || gm->out[i] != gm->in[i])
+            pointwise = false;
+    if (pointwise) return PATH_POINTWISE;
+    if (gm->cg == 1 && gm->nsp <= 2 && gm->w.group > 1) return PATH_DEPTHWISE;
+    return PATH_IM2COL;
+}
+
+typedef struct conv_buffers {
+    float *x, *w, *b, *y; /* fp32 views (the tensors themselves when fp32) */
+    float *col;
+    void *ws;
+    size_t ws_bytes;
+} conv_buffers;
+
+/* Lay out (or size, when cv->base is NULL) Conv's scratch. */
+static void conv_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf)
+{
+    memset(bf, 0, sizeof *bf);
+    if (dt != INGOT_DTYPE_FLOAT) {
+        bf->x = carve(cv, gm->n * gm->c * gm->in_sp);
+        bf->w = carve(cv, gm->m * gm->cg * gm->kprod);
+        if (has_bias) bf->b = carve(cv, gm->m);
+        bf->y = carve(cv, gm->n * gm->m * gm->out_sp);
+    }
+    conv_path path = conv_choose(gm);
+    if (path == PATH_IM2COL) bf->col = carve(cv, gm->cg * gm->kprod * gm->out_sp);
+    if (path != PATH_DEPTHWISE) {
+        bf->ws_bytes = ig__sgemm_ws_bytes(gm->mg, gm->out_sp, gm->cg * gm->kprod);
+        bf->ws = carve(cv, (int64_t)(bf->ws_bytes / sizeof(float)) + 1);
+    }
+}
+
+static size_t conv_scratch(const ig_graph *g, const ig_node *n)
+{
+    geom gm;
+    if (!graph_geom(g, n, WIN_CONV, &gm)) return 0;
+    carver cv = {0};
+    conv_buffers bf;
+    conv_layout(&gm, g->values[n->inputs[0]].dtype, node_has_input(n, 2), &cv, &bf);
+    return cv.off;
+}
+
+/* im2col of one image and group: col[(c * kprod + kidx) * out_sp + o] = x[c, o * s - pb + kidx * d] or 0. */
+typedef struct im2col_job {
+    const geom *gm;
+    const float *x; /* [cg, in_sp] */
+    float *col;
+} im2col_job;
+
+static void im2col_range(void *arg, int64_t rb, int64_t re)
+{
+    const im2col_job *jb = arg;
+    const geom *gm = jb->gm;
+    const int32_t nsp = gm->nsp, last = nsp - 1;
+    const int64_t ow_n = gm->out[last], iw_n = gm->in[last];
+    const int64_t sw = gm->w.stride[last];
+    for (int64_t r = rb; r < re; r++) {
+        int64_t c = r / gm->kprod, kidx = r % gm->kprod;
+        int64_t kk[MAX_SP];
+        for (int32_t i = nsp - 1; i >= 0; i--) {
+            kk[i] = kidx % gm->w.kernel[i];
+            kidx /= gm->w.kernel[i];
+        }
+        const float *xc = jb->x + c * gm->in_sp;
+        float *dst = jb->col + r * gm->out_sp;
+        /* valid range of the last output coordinate for this kernel offset */
+        int64_t off = kk[last] * gm->w.dil[last] - gm->pb[last]; /* iw = ow * sw + off */
+        int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+        int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
+        if (hi > ow_n) hi = ow_n;
+        if (lo > hi) lo = hi;
+        /* walk the outer output coordinates with an odometer */
+        int64_t o[MAX_SP] = {0};
+        int64_t rows = gm->out_sp / ow_n;
+        for (int64_t row = 0; row < rows; row++) {
+            int64_t src = 0;
+            bool inside = true;
+            for (int32_t i = 0; i < last; i++) {
+                int64_t ii = o[i] * gm->w.stride[i] - gm->pb[i] + kk[i] * gm->w.dil[i];
+                if (ii < 0 || ii >= gm->in[i]) {
+                    inside = false;
+                    break;
+                }
+                src = src * gm->in[i] + ii;
+            }
+            float *d = dst + row * ow_n;
+            if (!inside) {
+                memset(d, 0, sizeof(float) * (size_t)ow_n);
+            } else {
+                const float *xr = xc + src * iw_n; /* xr[q * sw + off] for q in [lo, hi) */
+                for (int64_t q = 0; q < lo; q++) d[q] = 0;
+                if (sw == 1) {
+                    if (hi > lo) memcpy(d + lo, xr + lo + off, sizeof(float) * (size_t)(hi - lo));
+                } else {
+                    for (int64_t q = lo; q < hi; q++) d[q] = xr[q * sw + off];
+                }
+                for (int64_t q = hi; q < ow_n; q++) d[q] = 0;
+            }
+            for (int32_t i = last - 1; i >= 0; i--) {
+                if (++o[i] < gm->out[i]) break;
+                o[i] = 0;
+            }
+        }
+    }
+}
+
+/* Depthwise (one input channel per group), 1-D or 2-D: planes [pb, pe) of the output, direct loops. */
+typedef struct depthwise_job {
+    const geom *gm;
+    const float *x, *w, *b;
+    float *y;
+} depthwise_job;
+
+static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
+{
+    const depthwise_job *jb = arg;
+    const geom *gm = jb->gm;
+    bool two = gm->nsp == 2;
+    int64_t ih_n = two ? gm->in[0] : 1, iw_n = gm->in[gm->nsp - 1];
+    int64_t oh_n = two ? gm->out[0] : 1, ow_n = gm->out[gm->nsp - 1];
+    int64_t kh_n = two ? gm->w.kernel[0] : 1, kw_n = gm->w.kernel[gm->nsp - 1];
+    int64_t sh = two ? gm->w.stride[0] : 1, sw = gm->w.stride[gm->nsp - 1];
+    int64_t dh = two ? gm->w.dil[0] : 1, dw = gm->w.dil[gm->nsp - 1];
+    int64_t ph = two ? gm->pb[0] : 0, pw = gm->pb[gm->nsp - 1];
+    for (int64_t p = pb_; p < pe_; p++) {
+        int64_t nimg = p / gm->m, mch = p % gm->m;
+        int64_t gch = mch / gm->mg; /* the group = the input channel */
+        const float *xp = jb->x + (nimg * gm->c + gch) * gm->in_sp;
+        const float *wp = jb->w + mch * gm->kprod;
+        float *yp = jb->y + (nimg * gm->m + mch) * gm->out_sp;
+        float bias = jb->b ? jb->b[mch] : 0.0f;
+        for (int64_t q = 0; q < gm->out_sp; q++) yp[q] = bias;
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            float *yr = yp + oh * ow_n;
+            for (int64_t kh = 0; kh < kh_n; kh++) {
+                int64_t ih = oh * sh - ph + kh * dh;
+                if (ih < 0 || ih >= ih_n) continue;
+                const float *xr = xp + ih * iw_n;
+                for (int64_t kw = 0; kw < kw_n; kw++) {
+                    float wv = wp[kh * kw_n + kw];
+                    int64_t off = kw * dw - pw; /* iw = ow * sw + off */
+                    int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                    int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
+                    if (hi > ow_n) hi = ow_n;
+                    if (sw == 1) {
+                        const float *xs = xr + off + lo;
+                        float *ys = yr + lo;
+                        for (int64_t q = 0; q < hi - lo; q++) ys[q] += wv * xs[q];
+                    } else {
+                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
+                    }
+                }
+            }
+        }
+    }
+}
+
+static ingot_status conv_cpu(ig_exec *ex)
+{
+    const ig_tensor *xt = ex->in[0], *wt = ex->in[1];
+    const ig_tensor *bt = ex->n_in > 2 ? ex->in[2] : NULL;
+    ig_tensor *yt = ex->out[0];
+    if (wt->rank != xt->rank)
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "weight rank %d differs from input rank %d",
+                         (int)wt->rank, (int)xt->rank);
+    geom gm;
+    ingot_status st = make_geom(ex->err, ex->node, WIN_CONV, xt->rank, xt->dims, wt->dims, &gm);
+    if (st != INGOT_OK) return st;
+    if (bt && bt->numel != gm.m)
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "bias has %" PRId64 " values for %" PRId64
+                         " output channels", bt->numel, gm.m);
+    if (yt->numel == 0) return INGOT_OK;
+
+    carver cv = {0};
+    conv_buffers bf;
+    conv_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
+    char *base = NULL;
+    void *own;
+    if ((st = get_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
+    cv = (carver){base, 0};
+    conv_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
+
+    const float *x, *w, *b = NULL;
+    float *y;
+    if (xt->dtype == INGOT_DTYPE_FLOAT) {
+        x = xt->data;
+        w = wt->data;
+        b = bt ? bt->data : NULL;
+        y = yt->data;
+    } else {
+        to_f32(xt, bf.x);
+        to_f32(wt, bf.w);
+        if (bt) to_f32(bt, bf.b);
+        x = bf.x;
+        w = bf.w;
+        b = bt ? bf.b : NULL;
+        y = bf.y;
+    }
+
+    conv_path path = conv_choose(&gm);
+    if (path == PATH_DEPTHWISE) {
+        depthwise_job jb = {&gm, x, w, b, y};
+        int64_t grain = 1 + (1 << 15) / (gm.out_sp * gm.kprod + 1);
+        ig__parallel_for(ex->pool, gm.n * gm.m, grain, depthwise_range, &jb);
+    } else {
+        int64_t kdim = gm.cg * gm.kprod;
+        for (int64_t ni = 0; ni < gm.n; ni++)
+            for (int64_t gi = 0; gi < gm.w.group; gi++) {
+                const float *xg = x + (ni * gm.c + gi * gm.cg) * gm.in_sp;
+                const float *wg = w + gi * gm.mg * kdim;
+                float *yg = y + (ni * gm.m + gi * gm.mg) * gm.out_sp;
+                const float *bmat = xg;
+                if (path == PATH_IM2COL) {
+                    im2col_job jb = {&gm, xg, bf.col};
+                    int64_t grain = 1 + (1 << 14) / gm.out_sp;
+                    ig__parallel_for(ex->pool, kdim, grain, im2col_range, &jb);
+                    bmat = bf.col;
+                }
+                float beta = 0.0f;
+                if (b) {
+                    for (int64_t mi = 0; mi < gm.mg; mi++) {
+                        float bv = b[gi * gm.mg + mi];
+                        float *row = yg + mi * gm.out_sp;
+                        for (int64_t q = 0; q < gm.out_sp; q++) row[q] = bv;
+                    }
+                    beta = 1.0f;
+                }
+                ig__sgemm_ws(ex->pool, false, false, gm.mg, gm.out_sp, kdim, 1.0f, wg, kdim, bmat, gm.out_sp, beta, yg,
+                             gm.out_sp, bf.ws, bf.ws_bytes);
+            }
+    }
+    if (xt->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
+    if (own) ig__free_aligned(own);
+    return INGOT_OK;
+}
+
+static double conv_flops(const ig_graph *g, const ig_node *n)
+{
+    geom gm;
+    if (!graph_geom(g, n, WIN_CONV, &gm)) return 0;
+    double outs = (double)gm.n * (double)gm.m * (double)gm.out_sp;
+    double f = 2.0 * outs * (double)gm.cg * (double)gm.kprod;
+    if (node_has_input(n, 2)) f += outs;
+    return f;
+}
+
+/* ---- ConvTranspose ------------------------------------------------------------------------------ */
+
+static void convt_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf)
+{
+    memset(bf, 0, sizeof *bf);
+    if (dt != INGOT_DTYPE_FLOAT) {
+        bf->x = carve(cv, gm->n * gm->c * gm->in_sp);
+        bf->w = carve(cv, gm->c * gm->mg * gm->kprod);
+        if (has_bias) bf->b = carve(cv, gm->m);
+        bf->y = carve(cv, gm->n * gm->m * gm->out_sp);
+    }
+    bf->col = carve(cv, gm->mg * gm->kprod * gm->in_sp);
+    bf->ws_bytes = ig__sgemm_ws_bytes(gm->mg * gm->kprod, gm->in_sp, gm->cg);
+    bf->ws = carve(cv, (int64_t)(bf->ws_bytes / sizeof(float)) + 1);
+}
+
+static size_t conv_transpose_scratch(const ig_graph *g, const ig_node *n)
+{
+    geom gm;
+    if (!graph_geom(g, n, WIN_CONVT, &gm)) return 0;
+    carver cv = {0};
+    conv_buffers bf;
+    convt_layout(&gm, g->values[n->inputs[0]].dtype, node_has_input(n, 2), &cv, &bf);
+    return cv.off;
+}
+
+/* col2im for output channels [mb, me) of one image and group: y[o] += col[(m * kprod + kidx) * in_sp + i]
+ * where o = i * s - pb + kidx * d along every spatial dim. */
+typedef struct col2im_job {
+    const geom *gm;
+    const float *col;
+    float *y; /* [mg, out_sp] */
+} col2im_job;
+
+static void col2im_range(void *arg, int64_t mb, int64_t me)
+{
+    const col2im_job *jb = arg;
+    const geom *gm = jb->gm;
+    const int32_t nsp = gm->nsp, last = nsp - 1;
+    const int64_t iw_n = gm->in[last], ow_n = gm->out[last], sw = gm->w.stride[last];
+    for (int64_t mch = mb; mch < me; mch++) {
+        float *yc = jb->y + mch * gm->out_sp;
+        for (int64_t kidx0 = 0; kidx0 < gm->kprod; kidx0++) {
+            int64_t kk[MAX_SP], kidx = kidx0;
+            for (int32_t i = nsp - 1; i >= 0; i--) {
+                kk[i] = kidx % gm->w.kernel[i];
+                kidx /= gm->w.kernel[i];
+            }
+            const float *src = jb->col + (mch * gm->kprod + kidx0) * gm->in_sp;
+            int64_t off = kk[last] * gm->w.dil[last] - gm->pb[last]; /* ow = iw * sw + off */
+            int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+            int64_t hi = ow_n - 1 - off < 0 ? 0 : (ow_n - 1 - off) / sw + 1;
+            if (hi > iw_n) hi = iw_n;
+            int64_t it[MAX_SP] = {0};
+            int64_t rows = gm->in_sp / iw_n;
+            for (int64_t row = 0; row < rows; row++) {
+                int64_t dst = 0;
+                bool inside = true;
+                for (int32_t i = 0; i < last; i++) {
+                    int64_t oi = it[i] * gm->w.stride[i] - gm->pb[i] + kk[i] * gm->w.dil[i];
+                    if (oi < 0 || oi >= gm->out[i]) {
+                        inside = false;
+                        break;
+                    }
+                    dst = dst * gm->out[i] + oi;
+                }
+                if (inside) {
+                    float *yr = yc + dst * ow_n; /* yr[q * sw + off] for q in [lo, hi) */
+                    const float *sr = src + row * iw_n;
+                    for (int64_t q = lo; q < hi; q++) yr[q * sw + off] += sr[q];
+                }
+                for (int32_t i = last - 1; i >= 0; i--) {
+                    if (++it[i] < gm->in[i]) break;
+                    it[i] = 0;
+                }
+            }
+        }
+    }
+}
+
+static ingot_status conv_transpose_cpu(ig_exec *ex)
+{
+    const ig_tensor *xt = ex->in[0], *wt = ex->in[1];
+    const ig_tensor *bt = ex->n_in > 2 ? ex->in[2] : NULL;
+    ig_tensor *yt = ex->out[0];
+    if (wt->rank != xt->rank)
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "weight rank %d differs from input rank %d",
+                         (int)wt->rank, (int)xt->rank);
+    geom gm;
+    ingot_status st = make_geom(ex->err, ex->node, WIN_CONVT, xt->rank, xt->dims, wt->dims, &gm);
+    if (st != INGOT_OK) return st;
+    if (bt && bt->numel != gm.m)
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "bias has %" PRId64 " values for %" PRId64
+                         " output channels", bt->numel, gm.m);
+    if (yt->numel == 0) return INGOT_OK;
+
+    carver cv = {0};
+    conv_buffers bf;
+    convt_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
+    char *base = NULL;
+    void *own;
+    if ((st = get_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
+    cv = (carver){base, 0};
+    convt_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
+
+    const float *x, *w, *b = NULL;
+    float *y;
+    if (xt->dtype == INGOT_DTYPE_FLOAT) {
+        x = xt->data;
+        w = wt->data;
+        b = bt ? bt->data : NULL;
+        y = yt->data;
+    } else {
+        to_f32(xt, bf.x);
+        to_f32(wt, bf.w);
+        if (bt) to_f32(bt, bf.b);
+        x = bf.x;
+        w = bf.w;
+        b = bt ? bf.b : NULL;
+        y = bf.y;
+    }
+    int64_t rows = gm.mg * gm.kprod;
+    for (int64_t ni = 0; ni < gm.n; ni++)
+        for (int64_t gi = 0; gi < gm.w.group; gi++) {
+            const float *xg = x + (ni * gm.c + gi * gm.cg) * gm.in_sp;
+            const float *wg = w + gi * gm.cg * rows; /* [cg, mg * kprod] */
+            float *yg = y + (ni * gm.m + gi * gm.mg) * gm.out_sp;
+            for (int64_t mi = 0; mi < gm.mg; mi++) {
+                float bv = b ? b[gi * gm.mg + mi] : 0.0f;
+                float *row = yg + mi * gm.out_sp;
+                for (int64_t q = 0; q < gm.out_sp; q++) row[q] = bv;
+            }
+            ig__sgemm_ws(ex->pool, true, false, rows, gm.in_sp, gm.cg, 1.0f, wg, rows, xg, gm.in_sp, 0.0f, bf.col,
+                         gm.in_sp, bf.ws, bf.ws_bytes);
+            col2im_job jb = {&gm, bf.col, yg};
+            ig__parallel_for(ex->pool, gm.mg, 1 + (1 << 14) / (gm.kprod * gm.in_sp + 1), col2im_range, &jb);
+        }
+    if (xt->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
+    if (own) ig__free_aligned(own);
+    return INGOT_OK;
+}
+
+static double conv_transpose_flops(const ig_graph *g, const ig_node *n)
+{
+    geom gm;
+    if (!graph_geom(g, n, WIN_CONVT, &gm)) return 0;
+    double f = 2.0 * (double)gm.n * (double)gm.c * (double)gm.in_sp * (double)gm.mg * (double)gm.kprod;
+    if (node_has_input(n, 2)) f += (double)gm.n * (double)gm.m * (double)gm.out_sp;
+    return f;
+}
+
+/* ---- MaxPool, AveragePool ----------------------------------------------------------------------- */
+
+typedef struct pool_job {
+    const geom *gm;
+    const float *x;
+    float *y;
+    int64_t *idx; /* MaxPool Indices, or NULL */
+    bool is_max;
+} pool_job;
+
+/* Planes [pb, pe) (image x channel). Each output position visits its window dim by dim: along each
+ * dim, the taps inside the input, and (for count_include_pad) how many fall inside the padded input. */
+static void pool_range(void *arg, int64_t pb_, int64_t pe_)
+{
+    const pool_job *jb = arg;
+    const geom *gm = jb->gm;
+    const window *w = &gm->w;
+    const int32_t nsp = gm->nsp;
+    int64_t istride[MAX_SP], cstride[MAX_SP]; /* row-major input strides; column-major (storage_order 1) */
+    int64_t s = 1;
+    for (int32_t i = nsp - 1; i >= 0; i--) {
+        istride[i] = s;
+        s *= gm->in[i];
+    }
+    s = 1;
+    for (int32_t i = 0; i < nsp; i++) {
+        cstride[i] = s;
+        s *= gm->in[i];
+    }
+    for (int64_t p = pb_; p < pe_; p++) {
+        const float *xp = jb->x + p * gm->in_sp;
+        float *yp = jb->y + p * gm->out_sp;
+        int64_t o[MAX_SP] = {0};
+        for (int64_t q = 0; q < gm->out_sp; q++) {
+            /* per dim: first tap, tap count inside the input [t0, t1), padded-window count */
+            int64_t start[MAX_SP], t0[MAX_SP], t1[MAX_SP];
+            double padded_count = 1;
+            for (int32_t i = 0; i < nsp; i++) {
+                int64_t k = w->kernel[i], d = w->dil[i];
+                start[i] = o[i] * w->stride[i] - gm->pb[i];
+                int64_t a = 0, b = k, pa = 0, pbk = k;
+                while (a < b && start[i] + a * d < 0) a++;
+                while (b > a && start[i] + (b - 1) * d >= gm->in[i]) b--;
+                /* taps within the pads (not the ceil_mode overhang past them) */
+                int64_t pad_end = gm->in[i] + gm->pe[i];
+                while (pbk > pa && start[i] + (pbk - 1) * d >= pad_end) pbk--;
+                t0[i] = a;
+                t1[i] = b;
+                padded_count *= (double)(pbk - pa);
+            }
+            float acc = jb->is_max ? -INFINITY : 0.0f;
+            int64_t best = -1, count = 1;
+            bool empty = false;
+            for (int32_t i = 0; i < nsp; i++) {
+                if (t1[i] <= t0[i]) empty = true;
+                count *= t1[i] - t0[i];
+            }
+            if (!empty) {
+                int64_t t[MAX_SP];
+                for (int32_t i = 0; i < nsp; i++) t[i] = t0[i];
+                for (;;) {
+                    int64_t off = 0;
+                    for (int32_t i = 0; i < nsp; i++) off += (start[i] + t[i] * w->dil[i]) * istride[i];
+                    float v = xp[off];
+                    if (jb->is_max) {
+                        if (v > acc || best < 0) {
+                            acc = v;
+                            best = off;
+                        }
+                    } else {
+                        acc += v;
+                    }
+                    int32_t i = nsp - 1;
+                    for (; i >= 0; i--) {
+                        if (++t[i] < t1[i]) break;
+                        t[i] = t0[i];
+                    }
+                    if (i < 0) break;
+                }
+            }
+            if (jb->is_max) {
+                yp[q] = empty ? -FLT_MAX : acc;
+                if (jb->idx) {
+                    int64_t flat = 0;
+                    if (best >= 0) {
+                        int64_t rem = best;
+                        for (int32_t i = 0; i < nsp; i++) {
+                            int64_t coord = rem / istride[i];
+                            rem %= istride[i];
+                            flat += coord * (w->storage_order == 1 ? cstride[i] : istride[i]);
+                        }
+                    }
+                    jb->idx[p * gm->out_sp + q] = p * gm->in_sp + flat;
+                }
+            } else {
+                double div = w->count_include_pad ? padded_count : (double)count;
+                yp[q] = empty || div <= 0 ? 0.0f : (float)(acc / div);
+            }
+            for (int32_t i = nsp - 1; i >= 0; i--) {
+                if (++o[i] < gm->out[i]) break;
+                o[i] = 0;
+            }
+        }
+    }
+}
+
+static ingot_status pool_cpu(ig_exec *ex, win_kind kind)
+{
+    const ig_tensor *xt = ex->in[0];
+    ig_tensor *yt = ex->out[0];
+    ig_tensor *it = kind == WIN_MAXPOOL && ex->n_out > 1 ? ex->out[1] : NULL;
+    geom gm;
+    ingot_status st = make_geom(ex->err, ex->node, kind, xt->rank, xt->dims, NULL, &gm);
+    if (st != INGOT_OK) return st;
+    if (yt->numel == 0) return INGOT_OK;
+    bool f32 = xt->dtype == INGOT_DTYPE_FLOAT;
+    carver cv = {0};
+    if (!f32) {
+        carve(&cv, xt->numel);
+        carve(&cv, yt->numel);
+    }
+    char *base = NULL;
+    void *own;
+    if ((st = get_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
+    cv = (carver){base, 0};
+    const float *x = xt->data;
+    float *y = yt->data;
+    if (!f32) {
+        float *xb = carve(&cv, xt->numel);
+        to_f32(xt, xb);
+        x = xb;
+        y = carve(&cv, yt->numel);
+    }
+    pool_job jb = {&gm, x, y, it ? it->data : NULL, kind == WIN_MAXPOOL};
+    int64_t per_plane = gm.out_sp * gm.kprod + 1;
+    ig__parallel_for(ex->pool, gm.n * gm.c, 1 + (1 << 14) / per_plane, pool_range, &jb);
+    if (!f32) from_f32(y, yt);
+    if (own) ig__free_aligned(own);
+    return INGOT_OK;
+}
+
+static ingot_status max_pool_cpu(ig_exec *ex) { return pool_cpu(ex, WIN_MAXPOOL); }
+static ingot_status average_pool_cpu(ig_exec *ex) { return pool_cpu(ex, WIN_AVGPOOL); }
+
+static size_t pool_scratch_common(const ig_graph *g, const ig_node *n)
+{
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0) return 0;
+    const ig_value *x = &g->values[n->inputs[0]], *y = &g->values[n->outputs[0]];
+    if (x->dtype == INGOT_DTYPE_FLOAT) return 0;
+    int64_t nx, ny;
+    if (!ig__shape_numel(&x->shape, &nx) || !ig__shape_numel(&y->shape, &ny)) return 0;
+    carver cv = {0};
+    carve(&cv, nx);
+    carve(&cv, ny);
+    return cv.off;
+}
+
+static double pool_flops_kind(const ig_graph *g, const ig_node *n, win_kind kind)
+{
+    geom gm;
+    if (!graph_geom(g, n, kind, &gm)) return 0;
+    return (double)gm.n * (double)gm.c * (double)gm.out_sp * (double)gm.kprod;
+}
+
+static double max_pool_flops(const ig_graph *g, const ig_node *n) { return pool_flops_kind(g, n, WIN_MAXPOOL); }
+static double average_pool_flops(const ig_graph *g, const ig_node *n) { return pool_flops_kind(g, n, WIN_AVGPOOL); }
+
+/* ---- GlobalAveragePool, GlobalMaxPool ----------------------------------------------------------- */
+
+typedef struct global_job {
+    const ig_tensor *x;
+    ig_tensor *y;
+    int64_t plane;
+    bool is_max;
+} global_job;
+
+static float load_f(const ig_tensor *t, int64_t i)
+{
+    switch (t->dtype) {
+    case INGOT_DTYPE_FLOAT: return ((const float *)t->data)[i];
+    case INGOT_DTYPE_FLOAT16: return ig__f16_to_f32(((const uint16_t *)t->data)[i]);
+    case INGOT_DTYPE_BFLOAT16: return ig__bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case INGOT_DTYPE_DOUBLE: return (float)((const double *)t->data)[i];
+    default: return 0.0f;
+    }
+}
+
+static void store_f(ig_tensor *t, int64_t i, double v)
+{
+    switch (t->dtype) {
+    case INGOT_DTYPE_FLOAT: ((float *)t->data)[i] = (float)v; break;
+    case INGOT_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = ig__f32_to_f16((float)v); break;
+    case INGOT_DTYPE_BFLOAT16: ((uint16_t *)t->data)[i] = ig__f32_to_bf16((float)v); break;
+    case INGOT_DTYPE_DOUBLE: ((double *)t->data)[i] = v; break;
+    default: break;
+    }
+}
+
+static void global_range(void *arg, int64_t pb_, int64_t pe_)
+{
+    const global_job *jb = arg;
+    for (int64_t p = pb_; p < pe_; p++) {
+        int64_t base = p * jb->plane;
+        if (jb->x->dtype == INGOT_DTYPE_FLOAT) {
+            const float *xp = (const float *)jb->x->data + base;
+            if (jb->is_max) {
+                float m = jb->plane > 0 ? xp[0] : -INFINITY;
+                for (int64_t i = 1; i < jb->plane; i++)
+                    if (xp[i] > m) m = xp[i];
+                store_f(jb->y, p, m);
+            } else {
+                /* 8 partial sums: vectorises, and loses less precision than one running sum */
+                float part[8] = {0};
+                int64_t i = 0;
+                for (; i + 8 <= jb->plane; i += 8)
+                    for (int l = 0; l < 8; l++) part[l] += xp[i + l];
+                double s = 0;
+                for (; i < jb->plane; i++) s += xp[i];
+                for (int l = 0; l < 8; l++) s += part[l];
+                store_f(jb->y, p, jb->plane > 0 ? s / (double)jb->plane : 0.0);
+            }
+        } else {
+            double acc = jb->is_max ? -INFINITY : 0.0;
+            for (int64_t i = 0; i < jb->plane; i++) {
+                double v = load_f(jb->x, base + i);
+                if (jb->is_max) {
+                    if (v > acc || i == 0) acc = v;
+                } else {
+                    acc += v;
+                }
+            }
+            store_f(jb->y, p, jb->is_max ? acc : (jb->plane > 0 ? acc / (double)jb->plane : 0.0));
+        }
+    }
+}
+
+static ingot_status global_pool_cpu(ig_exec *ex, bool is_max)
+{
+    const ig_tensor *xt = ex->in[0];
+    ig_tensor *yt = ex->out[0];
+    if (xt->rank < 3)
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "input must have rank >= 3, got %d",
+                         (int)xt->rank);
+    int64_t planes = xt->dims[0] * xt->dims[1];
+    if (planes == 0) return INGOT_OK;
+    global_job jb = {xt, yt, xt->numel / planes, is_max};
+    ig__parallel_for(ex->pool, planes, 1 + (1 << 14) / (jb.plane + 1), global_range, &jb);
+    return INGOT_OK;
+}
+
+static ingot_status global_average_pool_cpu(ig_exec *ex) { return global_pool_cpu(ex, false); }
+static ingot_status global_max_pool_cpu(ig_exec *ex) { return global_pool_cpu(ex, true); }
+
+static double global_pool_flops(const ig_graph *g, const ig_node *n)
+{
+    if (n->n_inputs < 1 || n->inputs[0] < 0) return 0;
+    int64_t numel;
+    if (!ig__shape_numel(&g->values[n->inputs[0]].shape, &numel)) return 0;
+    return (double)numel;
+}
+
+/* ---- descriptors -------------------------------------------------------------------------------- */
+
+const ig_op_def ig__op_conv = {
+    .name = "Conv", .since = 1, .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+    .infer = conv_infer, .cpu = conv_cpu, .cpu_scratch = conv_scratch, .flops = conv_flops,
+};
+const ig_op_def ig__op_conv_transpose = {
+    .name = "ConvTranspose", .since = 1, .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+    .infer = conv_transpose_infer, .cpu = conv_transpose_cpu, .cpu_scratch = conv_transpose_scratch,
+    .flops = conv_transpose_flops,
+};
+const ig_op_def ig__op_max_pool = {
+    .name = "MaxPool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2,
+    .infer = max_pool_infer, .cpu = max_pool_cpu, .cpu_scratch = pool_scratch_common, .flops = max_pool_flops,
+};
+const ig_op_def ig__op_average_pool = {
+    .name = "AveragePool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .infer = average_pool_infer, .cpu = average_pool_cpu, .cpu_scratch = pool_scratch_common,
+    .flops = average_pool_flops,
+};
+const ig_op_def ig__op_global_average_pool = {
+    .name = "GlobalAveragePool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .infer = global_pool_infer, .cpu = global_average_pool_cpu, .flops = global_pool_flops,
+};
+const ig_op_def ig__op_global_max_pool = {
+    .name = "GlobalMaxPool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .infer = global_pool_infer, .cpu = global_max_pool_cpu, .flops = global_pool_flops,
+};

@@ -62,18 +62,14 @@ static void reset_values(ig_graph *g)
 {
     for (int32_t i = 0; i < g->n_values; i++) {
         ig_value *v = &g->values[i];
-        if (v->flags & (IG_VAL_INITIALIZER | IG_VAL_INPUT)) {
-            if (!(v->flags & IG_VAL_INPUT)) continue;
-            v->sym = NULL; /* a bound shape-input's values are re-attached below */
-            v->n_sym = 0;
-            continue;
-        }
+        /* symbolic values live in the fold arena, which the caller has just reset */
+        v->sym = NULL;
+        v->n_sym = 0;
+        if (v->flags & (IG_VAL_INITIALIZER | IG_VAL_INPUT)) continue; /* their type and data stay */
         v->dtype = INGOT_DTYPE_UNDEFINED;
         v->shape.rank = -1;
         v->flags &= ~(uint32_t)IG_VAL_CONST;
         memset(&v->c, 0, sizeof v->c);
-        v->sym = NULL;
-        v->n_sym = 0;
     }
     for (int32_t i = 0; i < g->n_nodes; i++) g->nodes[i].folded = false;
 }

@@ -1,8 +1,522 @@
-/* reduce.c -- ops of the 'reduce' family (see op_list.h). STUB: descriptors without infer/cpu yet. */
+/*
+ * reduce.c -- reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin over a set of axes, and ArgMax
+ * along one axis.
+ *
+ * Axes come from the 'axes' attribute before opset 18 (13 for ReduceSum) and from the optional second
+ * input after; empty axes mean "all axes", or "no reduction" with noop_with_empty_axes=1.
+ *
+ * The kernel merges neighbouring dims that are all reduced or all kept, so a reduction becomes a loop
+ * over output elements (split across threads), each reducing one or more strided runs of the input.
+ * Float tensors accumulate in double (sums do not lose digits, max/min are exact either way). Integer
+ * reductions are exact in their own type: sums wrap like the type does, ReduceMean of integers divides
+ * the (wrapped) sum by the count with truncation, as numpy's astype does. NaN propagates through
+ * ReduceMax/ReduceMin; an empty reduction gives 0 (sum), NaN (float mean), 0 (integer mean), and the
+ * type's lowest/highest value (-inf/+inf for floats) for max/min.
+ */
 #include "op.h"
 
-const ig_op_def ig__op_reduce_mean = {.name = "ReduceMean", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_reduce_sum = {.name = "ReduceSum", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_reduce_max = {.name = "ReduceMax", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_reduce_min = {.name = "ReduceMin", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
-const ig_op_def ig__op_arg_max = {.name = "ArgMax", .since = 1, .min_in = 0, .max_in = -1, .min_out = 1, .max_out = -1};
+#include <inttypes.h>
+#include <math.h>
+
+enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN };
+
+static int red_kind(const ig_node *n)
+{
+    const char *t = n->op_type;
+    return !strcmp(t, "ReduceSum") ? RED_SUM : !strcmp(t, "ReduceMean") ? RED_MEAN
+         : !strcmp(t, "ReduceMax") ? RED_MAX : RED_MIN;
+}
+
+/* The opset from which axes are an input instead of an attribute. */
+static int axes_input_opset(const ig_node *n) { return red_kind(n) == RED_SUM ? 13 : 18; }
+
+static const ig_value *graph_in(const ig_graph *g, const ig_node *n, int i)
+{
+    return i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
+}
+
+/* Input elements: one operation each (add or compare). */
+static double per_input_flops(const ig_graph *g, const ig_node *n)
+{
+    int64_t k = 0;
+    const ig_value *x = graph_in(g, n, 0);
+    return x && ig__shape_numel(&x->shape, &k) ? (double)k : 0;
+}
+
+/* ---- axes ---- */
+
+#define MAX_AXES 64
+
+typedef struct axes_spec {
+    bool known;      /* values known */
+    int64_t n;       /* count (when known, or when only the axes input's length is known) */
+    bool n_known;
+    int64_t v[MAX_AXES];
+} axes_spec;
+
+static ingot_status infer_axes(ig_infer *cx, axes_spec *ax)
+{
+    const ig_node *n = cx->node;
+    memset(ax, 0, sizeof *ax);
+    const int64_t *av;
+    int64_t an;
+    bool has_attr = ig__attr_ints(n, "axes", &av, &an);
+    const ig_value *in = ig__in(cx, 1);
+    if (n->opset < axes_input_opset(n)) {
+        if (in)
+            return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "axes as an input needs opset %d or later (the model "
+                            "imports opset %d); use the 'axes' attribute", axes_input_opset(n), (int)n->opset);
+        ax->known = ax->n_known = true;
+        if (has_attr) {
+            if (an > MAX_AXES) return ig__unsupported(cx, "attribute 'axes' has %" PRId64 " entries", an);
+            ax->n = an;
+            memcpy(ax->v, av, sizeof(int64_t) * (size_t)an);
+        }
+        return INGOT_OK;
+    }
+    if (has_attr)
+        return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "attribute 'axes' is not valid in opset %d: since opset %d the "
+                        "axes are the second input", (int)n->opset, axes_input_opset(n));
+    ax->n_known = true;
+    if (!in) {
+        ax->known = true;
+        return INGOT_OK;
+    }
+    if (in->dtype != INGOT_DTYPE_INT64)
+        return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "input 1 '%s' (axes) has dtype %s; expected int64", in->name,
+                        ingot_dtype_name(in->dtype));
+    if (in->shape.rank == 1 && ig__dim_known(in->shape.d[0])) ax->n = in->shape.d[0].n;
+    else if (in->shape.rank == 0) ax->n = 1;
+    else ax->n_known = false;
+    if (ax->n_known && ax->n == 0) {
+        ax->known = true;
+        return INGOT_OK;
+    }
+    if (ig__in_known(cx, 1)) {
+        ingot_status st = ig__in_ints(cx, 1, ax->v, MAX_AXES, &ax->n);
+        if (st != INGOT_OK) return st;
+        ax->known = ax->n_known = true;
+    }
+    return INGOT_OK;
+}
+
+/* Normalise axes into a mask over [0, rank); fails on out-of-range or repeated axes. */
+static ingot_status axes_mask(ig_infer *cx, const axes_spec *ax, int32_t rank, bool *mask)
+{
+    for (int32_t k = 0; k < rank; k++) mask[k] = false;
+    for (int64_t i = 0; i < ax->n; i++) {
+        int32_t a;
+        ingot_status st = ig__norm_axis(cx, ax->v[i], rank, "axis in 'axes'", &a);
+        if (st != INGOT_OK) return st;
+        if (mask[a]) return ig__fail_shape(cx, "axis %" PRId64 " appears more than once in 'axes'", ax->v[i]);
+        mask[a] = true;
+    }
+    return INGOT_OK;
+}
+
+static bool noop_empty(const ig_node *n)
+{
+    return n->opset >= axes_input_opset(n) && ig__attr_int(n, "noop_with_empty_axes", 0) != 0;
+}
+
+static ingot_status reduce_infer(ig_infer *cx)
+{
+    ingot_status st;
+    int kind = red_kind(cx->node);
+    if ((st = ig__check_dtype(cx, 0, kind == RED_MAX || kind == RED_MIN ? IG_TS_ALL : IG_TS_NUM)) != INGOT_OK)
+        return st;
+    axes_spec ax;
+    if ((st = infer_axes(cx, &ax)) != INGOT_OK) return st;
+    const ig_value *x = ig__in(cx, 0);
+    bool keep = ig__attr_int(cx->node, "keepdims", 1) != 0;
+    ig_shape out = {.rank = -1};
+    if (x->shape.rank < 0) return ig__set_out(cx, 0, x->dtype, &out);
+    int32_t r = x->shape.rank;
+    if (ax.known && ax.n == 0 && noop_empty(cx->node)) return ig__set_out(cx, 0, x->dtype, &x->shape);
+    if (!ax.known) {
+        /* Axes depend on run-time values: the rank is still known when dims are kept, or when the number
+         * of axes is (onnx's inference does the same); each dim becomes unknown unless it is 1. */
+        if (!keep && !ax.n_known) return ig__in_ints(cx, 1, ax.v, MAX_AXES, &ax.n); /* fails naming the input */
+        out.rank = keep ? r : r - (int32_t)ax.n;
+        if (out.rank < 0) return ig__fail_shape(cx, "%" PRId64 " axes for an input of rank %d", ax.n, (int)r);
+        for (int32_t k = 0; k < out.rank; k++) {
+            ig_dim d = keep ? x->shape.d[k] : ig__dim_const(0);
+            out.d[k] = keep && ig__dim_known(d) && d.n == 1 ? d : ig__dim_fresh(cx);
+        }
+        return ig__set_out(cx, 0, x->dtype, &out);
+    }
+    bool mask[IG_MAX_RANK];
+    if ((st = axes_mask(cx, &ax, r, mask)) != INGOT_OK) return st;
+    out.rank = 0;
+    for (int32_t k = 0; k < r; k++) {
+        bool red = ax.n == 0 || mask[k];
+        if (!red) out.d[out.rank++] = x->shape.d[k];
+        else if (keep) out.d[out.rank++] = ig__dim_const(1);
+    }
+    return ig__set_out(cx, 0, x->dtype, &out);
+}
+
+/* ---- element access ---- */
+
+static inline double ld_real(ingot_dtype t, const void *p, int64_t i)
+{
+    switch (t) {
+    case INGOT_DTYPE_FLOAT: return ((const float *)p)[i];
+    case INGOT_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case INGOT_DTYPE_FLOAT16: return ig__f16_to_f32(((const uint16_t *)p)[i]);
+    default: return ig__bf16_to_f32(((const uint16_t *)p)[i]);
+    }
+}
+
+static inline int64_t ld_int(ingot_dtype t, const void *p, int64_t i)
+{
+    switch (t) {
+    case INGOT_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case INGOT_DTYPE_INT16: return ((const int16_t *)p)[i];
+    case INGOT_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case INGOT_DTYPE_INT64: return ((const int64_t *)p)[i];
+    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_BOOL: return ((const uint8_t *)p)[i];
+    case INGOT_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+    case INGOT_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+    default: return (int64_t)((const uint64_t *)p)[i];
+    }
+}
+
+/* Value v reduced modulo 2^bits of t and sign-extended when t is signed (the type's wraparound). */
+static int64_t wrap_int(ingot_dtype t, int64_t v)
+{
+    switch (t) {
+    case INGOT_DTYPE_INT8: return (int8_t)(uint8_t)v;
+    case INGOT_DTYPE_INT16: return (int16_t)(uint16_t)v;
+    case INGOT_DTYPE_INT32: return (int32_t)(uint32_t)v;
+    case INGOT_DTYPE_UINT8: return (uint8_t)v;
+    case INGOT_DTYPE_UINT16: return (uint16_t)v;
+    case INGOT_DTYPE_UINT32: return (uint32_t)v;
+    case INGOT_DTYPE_BOOL: return v != 0;
+    default: return v;
+    }
+}
+
+static bool is_unsigned(ingot_dtype t)
+{
+    return t == INGOT_DTYPE_UINT8 || t == INGOT_DTYPE_UINT16 || t == INGOT_DTYPE_UINT32 ||
+           t == INGOT_DTYPE_UINT64 || t == INGOT_DTYPE_BOOL;
+}
+
+/* Lowest and highest value of an integer type, as the int64 bit pattern ld_int returns. */
+static void int_limits(ingot_dtype t, int64_t *lo, int64_t *hi)
+{
+    switch (t) {
+    case INGOT_DTYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; return;
+    case INGOT_DTYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; return;
+    case INGOT_DTYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; return;
+    case INGOT_DTYPE_INT64: *lo = INT64_MIN, *hi = INT64_MAX; return;
+    case INGOT_DTYPE_BOOL: *lo = 0, *hi = 1; return;
+    case INGOT_DTYPE_UINT8: *lo = 0, *hi = UINT8_MAX; return;
+    case INGOT_DTYPE_UINT16: *lo = 0, *hi = UINT16_MAX; return;
+    case INGOT_DTYPE_UINT32: *lo = 0, *hi = UINT32_MAX; return;
+    default: *lo = 0, *hi = -1; return; /* uint64: all ones */
+    }
+}
+
+/* ---- the reduction kernel ---- */
+
+typedef struct reduce_args {
+    const void *x;
+    void *y;
+    ingot_dtype dt;
+    int kind;
+    int cat;                       /* 0 float, 1 signed int, 2 unsigned int / bool */
+    int64_t count;                 /* elements reduced into each output */
+    int32_t n_keep, n_red;         /* merged groups */
+    int64_t keep_size[IG_MAX_RANK], keep_stride[IG_MAX_RANK];
+    int64_t red_size[IG_MAX_RANK], red_stride[IG_MAX_RANK]; /* the last one is the innermost run */
+} reduce_args;
+
+typedef struct acc {
+    double f;
+    int64_t i;   /* signed: value; unsigned: bit pattern of the uint64 */
+} acc;
+
+static void acc_init(const reduce_args *a, acc *c)
+{
+    int64_t lo, hi;
+    c->f = 0;
+    c->i = 0;
+    if (a->kind == RED_MAX || a->kind == RED_MIN) {
+        c->f = a->kind == RED_MAX ? -INFINITY : INFINITY;
+        if (a->cat) {
+            int_limits(a->dt, &lo, &hi);
+            c->i = a->kind == RED_MAX ? lo : hi;
+        }
+    }
+}
+
+/* Fold a strided run of len elements starting at off into the accumulator. */
+static void acc_run(const reduce_args *a, acc *c, int64_t off, int64_t len, int64_t stride)
+{
+    const ingot_dtype dt = a->dt;
+    if (a->cat == 0) {
+        double v = c->f;
+        if (a->kind <= RED_MEAN) {
+            for (int64_t j = 0; j < len; j++) v += ld_real(dt, a->x, off + j * stride);
+        } else if (a->kind == RED_MAX) {
+            for (int64_t j = 0; j < len; j++) {
+                double e = ld_real(dt, a->x, off + j * stride);
+                if (e > v || isnan(e)) v = e;
+            }
+        } else {
+            for (int64_t j = 0; j < len; j++) {
+                double e = ld_real(dt, a->x, off + j * stride);
+                if (e < v || isnan(e)) v = e;
+            }
+        }
+        c->f = v;
+    } else if (a->kind <= RED_MEAN) {
+        uint64_t s = (uint64_t)c->i; /* wraps instead of overflowing */
+        for (int64_t j = 0; j < len; j++) s += (uint64_t)ld_int(dt, a->x, off + j * stride);
+        c->i = (int64_t)s;
+    } else if (a->cat == 1) {
+        int64_t v = c->i;
+        for (int64_t j = 0; j < len; j++) {
+            int64_t e = ld_int(dt, a->x, off + j * stride);
+            if (a->kind == RED_MAX ? e > v : e < v) v = e;
+        }
+        c->i = v;
+    } else {
+        uint64_t v = (uint64_t)c->i;
+        for (int64_t j = 0; j < len; j++) {
+            uint64_t e = (uint64_t)ld_int(dt, a->x, off + j * stride);
+            if (a->kind == RED_MAX ? e > v : e < v) v = e;
+        }
+        c->i = (int64_t)v;
+    }
+}
+
+static void acc_store(const reduce_args *a, const acc *c, int64_t o)
+{
+    if (a->cat == 0) {
+        double v = c->f;
+        if (a->kind == RED_MEAN) v /= (double)a->count; /* 0/0: NaN for an empty reduction */
+        ig__elem_set_f64(a->dt, a->y, o, v);
+        return;
+    }
+    int64_t v = wrap_int(a->dt, c->i);
+    if (a->kind == RED_MEAN) {
+        if (a->count == 0) v = 0;
+        else if (a->cat == 2) v = (int64_t)((uint64_t)v / (uint64_t)a->count);
+        else v = v / a->count;
+    }
+    ig__elem_set_i64(a->dt, a->y, o, v);
+}
+
+static void reduce_range(void *arg, int64_t begin, int64_t end)
+{
+    const reduce_args *a = arg;
+    const int32_t nr = a->n_red;
+    const int64_t run = nr ? a->red_size[nr - 1] : 1, run_stride = nr ? a->red_stride[nr - 1] : 1;
+    int64_t outer_count = 1; /* combinations of all reduced groups but the innermost */
+    for (int32_t k = 0; k + 1 < nr; k++) outer_count *= a->red_size[k];
+    for (int64_t o = begin; o < end; o++) {
+        int64_t base = 0, rem = o;
+        for (int32_t k = a->n_keep - 1; k >= 0; k--) {
+            base += (rem % a->keep_size[k]) * a->keep_stride[k];
+            rem /= a->keep_size[k];
+        }
+        acc c;
+        acc_init(a, &c);
+        if (a->count > 0) {
+            int64_t idx[IG_MAX_RANK] = {0}, off = 0;
+            for (int64_t t = 0; t < outer_count; t++) {
+                acc_run(a, &c, base + off, run, run_stride);
+                for (int32_t k = nr - 2; k >= 0; k--) { /* odometer over the outer reduced groups */
+                    off += a->red_stride[k];
+                    if (++idx[k] < a->red_size[k]) break;
+                    off -= a->red_stride[k] * a->red_size[k];
+                    idx[k] = 0;
+                }
+            }
+        }
+        acc_store(a, &c, o);
+    }
+}
+
+/* The axes a node reduces at run time, from the attribute or the axes input. */
+static ingot_status exec_axes(ig_exec *ex, int64_t *v, int64_t *n)
+{
+    const ig_node *node = ex->node;
+    *n = 0;
+    if (node->opset < axes_input_opset(node)) {
+        const int64_t *av;
+        int64_t an;
+        if (ig__attr_ints(node, "axes", &av, &an)) {
+            if (an > MAX_AXES) goto bad;
+            memcpy(v, av, sizeof(int64_t) * (size_t)an);
+            *n = an;
+        }
+        return INGOT_OK;
+    }
+    const ig_tensor *t = ex->n_in > 1 ? ex->in[1] : NULL;
+    if (!t) return INGOT_OK;
+    if (t->numel > MAX_AXES || t->dtype != INGOT_DTYPE_INT64) goto bad;
+    memcpy(v, t->data, sizeof(int64_t) * (size_t)t->numel);
+    *n = t->numel;
+    return INGOT_OK;
+bad:
+    return ig__errf(ex->err, INGOT_ERR_MODEL_INVALID, "node '%s' (%s): invalid axes", ig__node_label(ex->node),
+                    node->op_type);
+}
+
+static ingot_status reduce_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0];
+    ig_tensor *y = ex->out[0];
+    int64_t axes[MAX_AXES], n_axes;
+    ingot_status st = exec_axes(ex, axes, &n_axes);
+    if (st != INGOT_OK) return st;
+    if (n_axes == 0 && noop_empty(ex->node)) {
+        if (y->data != x->data) memcpy(y->data, x->data, (size_t)x->numel * ingot_dtype_size(x->dtype));
+        return INGOT_OK;
+    }
+    bool mask[IG_MAX_RANK];
+    for (int32_t k = 0; k < x->rank; k++) mask[k] = n_axes == 0;
+    for (int64_t i = 0; i < n_axes; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+        if (a < 0 || a >= x->rank)
+            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): axis %" PRId64
+                            " is out of range for rank %d", ig__node_label(ex->node), ex->node->op_type, axes[i],
+                            (int)x->rank);
+        mask[a] = true;
+    }
+    reduce_args ra = {.x = x->data, .y = y->data, .dt = x->dtype, .kind = red_kind(ex->node), .count = 1};
+    ra.cat = ig__dtype_is_float(x->dtype) ? 0 : is_unsigned(x->dtype) ? 2 : 1;
+    /* merge neighbouring dims of the same kind; dims of size 1 change nothing */
+    int64_t stride = 1;
+    int32_t last = -1; /* 0 kept, 1 reduced */
+    int64_t ks[IG_MAX_RANK], kst[IG_MAX_RANK], rs[IG_MAX_RANK], rst[IG_MAX_RANK];
+    int32_t nk = 0, nr = 0;
+    for (int32_t k = x->rank - 1; k >= 0; k--) { /* innermost first */
+        int64_t d = x->dims[k];
+        if (mask[k]) ra.count *= d;
+        if (d != 1) {
+            int32_t kind = mask[k] ? 1 : 0;
+            if (kind == last) {
+                if (kind) rs[nr - 1] *= d;
+                else ks[nk - 1] *= d;
+            } else if (kind) {
+                rs[nr] = d, rst[nr++] = stride;
+            } else {
+                ks[nk] = d, kst[nk++] = stride;
+            }
+            last = kind;
+        }
+        stride *= d;
+    }
+    for (int32_t k = 0; k < nk; k++) ra.keep_size[k] = ks[nk - 1 - k], ra.keep_stride[k] = kst[nk - 1 - k];
+    for (int32_t k = 0; k < nr; k++) ra.red_size[k] = rs[nr - 1 - k], ra.red_stride[k] = rst[nr - 1 - k];
+    ra.n_keep = nk;
+    ra.n_red = nr;
+    if (y->numel == 0) return INGOT_OK;
+    int64_t grain = 32768 / (ra.count > 0 ? ra.count : 1);
+    ig__parallel_for(ex->pool, y->numel, grain < 1 ? 1 : grain, reduce_range, &ra);
+    return INGOT_OK;
+}
+
+#define REDUCE_DEF(cname, oname)                                                                            \
+    const ig_op_def ig__op_##cname = {                                                                      \
+        .name = oname, .since = 1, .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1, .shape_inputs = 1u << 1, \
+        .infer = reduce_infer, .cpu = reduce_cpu, .flops = per_input_flops,                                 \
+    }
+
+REDUCE_DEF(reduce_sum, "ReduceSum");
+REDUCE_DEF(reduce_mean, "ReduceMean");
+REDUCE_DEF(reduce_max, "ReduceMax");
+REDUCE_DEF(reduce_min, "ReduceMin");
+
+/* ---- ArgMax ---- */
+
+static ingot_status argmax_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_NUM)) != INGOT_OK) return st;
+    const ig_value *x = ig__in(cx, 0);
+    ig_shape out = {.rank = -1};
+    if (x->shape.rank >= 0) {
+        int32_t a;
+        if ((st = ig__norm_axis(cx, ig__attr_int(cx->node, "axis", 0), x->shape.rank, "attribute 'axis'", &a)) !=
+            INGOT_OK)
+            return st;
+        if (ig__dim_known(x->shape.d[a]) && x->shape.d[a].n == 0)
+            return ig__fail_shape(cx, "axis %d of input '%s' is empty; ArgMax needs at least one element", (int)a,
+                                  x->name);
+        bool keep = ig__attr_int(cx->node, "keepdims", 1) != 0;
+        out.rank = 0;
+        for (int32_t k = 0; k < x->shape.rank; k++) {
+            if (k != a) out.d[out.rank++] = x->shape.d[k];
+            else if (keep) out.d[out.rank++] = ig__dim_const(1);
+        }
+    }
+    return ig__set_out(cx, 0, INGOT_DTYPE_INT64, &out);
+}
+
+typedef struct argmax_args {
+    const void *x;
+    int64_t *y;
+    ingot_dtype dt;
+    int cat;
+    int64_t n, inner;
+    bool last;
+} argmax_args;
+
+static void argmax_range(void *arg, int64_t begin, int64_t end)
+{
+    const argmax_args *a = arg;
+    const int64_t n = a->n, inner = a->inner;
+    for (int64_t o = begin; o < end; o++) {
+        const int64_t off = (o / inner) * n * inner + o % inner;
+        int64_t best = 0;
+        if (a->cat == 0) { /* NaN counts as the largest value, as in numpy */
+            double m = ld_real(a->dt, a->x, off);
+            for (int64_t j = 1; j < n; j++) {
+                double v = ld_real(a->dt, a->x, off + j * inner);
+                bool take = a->last ? (isnan(v) || (!isnan(m) && v >= m)) : (!isnan(m) && (v > m || isnan(v)));
+                if (take) m = v, best = j;
+            }
+        } else if (a->cat == 1) {
+            int64_t m = ld_int(a->dt, a->x, off);
+            for (int64_t j = 1; j < n; j++) {
+                int64_t v = ld_int(a->dt, a->x, off + j * inner);
+                if (a->last ? v >= m : v > m) m = v, best = j;
+            }
+        } else {
+            uint64_t m = (uint64_t)ld_int(a->dt, a->x, off);
+            for (int64_t j = 1; j < n; j++) {
+                uint64_t v = (uint64_t)ld_int(a->dt, a->x, off + j * inner);
+                if (a->last ? v >= m : v > m) m = v, best = j;
+            }
+        }
+        a->y[o] = best;
+    }
+}
+
+static ingot_status argmax_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0];
+    int64_t axis = ig__attr_int(ex->node, "axis", 0);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis >= x->rank || x->dims[axis] == 0)
+        return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): axis %" PRId64 " is out of range or empty",
+                        ig__node_label(ex->node), ex->node->op_type, ig__attr_int(ex->node, "axis", 0));
+    argmax_args aa = {.x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .n = x->dims[axis], .inner = 1,
+                      .last = ex->node->opset >= 12 && ig__attr_int(ex->node, "select_last_index", 0) != 0};
+    aa.cat = ig__dtype_is_float(x->dtype) ? 0 : is_unsigned(x->dtype) ? 2 : 1;
+    for (int64_t k = axis + 1; k < x->rank; k++) aa.inner *= x->dims[k];
+    int64_t outs = ex->out[0]->numel, grain = 32768 / aa.n;
+    ig__parallel_for(ex->pool, outs, grain < 1 ? 1 : grain, argmax_range, &aa);
+    return INGOT_OK;
+}
+
+const ig_op_def ig__op_arg_max = {
+    .name = "ArgMax", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .infer = argmax_infer, .cpu = argmax_cpu, .flops = per_input_flops,
+};

@@ -107,6 +107,8 @@ typedef struct packer {
     uint64_t *off;
     uint8_t *placed;
     span *tmp;
+    int32_t *lst;  /* [m] place_dense's buffers sorted by offset */
+    bool dense;    /* use place_dense */
     uint64_t work; /* neighbour visits so far */
 } packer;
 
@@ -125,6 +127,7 @@ static void packer_free(packer *p)
     ig__free(p->off);
     ig__free(p->placed);
     ig__free(p->tmp);
+    ig__free(p->lst);
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -157,7 +160,10 @@ static int cmp_ev(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
-static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, uint64_t align, ig_err *err)
+/* Compact the non-empty buffers, compress the step axis, compute live bytes per segment and the
+ * lower bound and, with `conflicts`, the lists of lifetime-overlapping buffers. */
+static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, uint64_t align, bool conflicts,
+                                ig_err *err)
 {
     memset(p, 0, sizeof *p);
     int32_t m = 0;
@@ -187,11 +193,12 @@ static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, u
     p->off = ig__calloc(mm, sizeof(uint64_t));
     p->placed = ig__calloc(mm, 1);
     p->tmp = ig__malloc(sizeof(span) * mm);
+    p->lst = ig__malloc(sizeof(int32_t) * mm);
     ev *evs = ig__malloc(sizeof(ev) * mm);
     int32_t *active = ig__malloc(sizeof(int32_t) * mm);
     int32_t *fill = NULL;
     if (!p->id || !p->size || !p->first || !p->last || !p->sa || !p->sb || !p->pt || !p->seg_live ||
-        !p->adj_start || !p->off || !p->placed || !p->tmp || !evs || !active)
+        !p->adj_start || !p->off || !p->placed || !p->tmp || !p->lst || !evs || !active)
         goto oom;
     m = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -233,6 +240,7 @@ static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, u
         }
         if (p->n_seg < u) d[p->n_seg] = 0;
     }
+    if (!conflicts) goto done;
     /* conflicts: sweep by first step with an active set */
     for (int32_t k = 0; k < m; k++) {
         evs[k].first = p->first[k];
@@ -260,6 +268,8 @@ static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, u
                         n_pairs);
     }
     for (int32_t k = 0; k < m; k++) p->adj_start[k + 1] += p->adj_start[k];
+    /* sorting neighbour lists costs ~2E log(deg); scanning all placed buffers ~m^2/2 */
+    p->dense = (double)n_pairs * 16.0 > (double)m * (double)m;
     p->adj = ig__malloc(sizeof(int32_t) * (2 * n_pairs + 1));
     fill = ig__malloc(sizeof(int32_t) * mm);
     if (!p->adj || !fill) goto oom;
@@ -276,6 +286,7 @@ static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, u
         }
         active[na++] = k;
     }
+done:
     ig__free(fill);
     ig__free(evs);
     ig__free(active);
@@ -293,11 +304,11 @@ enum { FIT_BEST = 0, FIT_FIRST = 1 };
 
 /* Place buffers in `order` into p->off; returns the arena, or UINT64_MAX as soon as the arena would
  * exceed `cap` (the caller only wants results no worse than cap). */
-static uint64_t place(packer *p, const int32_t *order, int fit, uint64_t cap)
+/* Place order[0..n) around the buffers already marked in p->placed (at p->off), starting from an
+ * arena of top. */
+static uint64_t place_from(packer *p, const int32_t *order, int32_t n, int fit, uint64_t cap, uint64_t top)
 {
-    memset(p->placed, 0, (size_t)p->m);
-    uint64_t top = 0;
-    for (int32_t t = 0; t < p->m; t++) {
+    for (int32_t t = 0; t < n; t++) {
         int32_t i = order[t];
         int32_t cnt = 0;
         for (int32_t e = p->adj_start[i]; e < p->adj_start[i + 1]; e++) {
@@ -331,6 +342,61 @@ static uint64_t place(packer *p, const int32_t *order, int fit, uint64_t cap)
         }
     }
     return top;
+}
+
+static uint64_t place(packer *p, const int32_t *order, int fit, uint64_t cap)
+{
+    memset(p->placed, 0, (size_t)p->m);
+    return place_from(p, order, p->m, fit, cap, 0);
+}
+
+/* The same placement for dense instances (many buffers live together): instead of sorting each
+ * buffer's placed neighbours, keep all placed buffers sorted by offset and skip those not live with
+ * it. O(m^2) plain comparisons beat O(E log deg) sorting once the average degree is large. Same
+ * offsets as place(). */
+static uint64_t place_dense(packer *p, const int32_t *order, int fit, uint64_t cap, int32_t *lst)
+{
+    uint64_t top = 0;
+    int32_t cnt = 0;
+    for (int32_t t = 0; t < p->m; t++) {
+        int32_t i = order[t], fi = p->first[i], la = p->last[i];
+        uint64_t cur = 0, best = UINT64_MAX, best_gap = UINT64_MAX, sz = p->size[i];
+        for (int32_t s = 0; s < cnt; s++) {
+            int32_t j = lst[s];
+            if (p->last[j] < fi || p->first[j] > la) continue;
+            if (p->off[j] > cur) {
+                uint64_t gap = p->off[j] - cur;
+                if (gap >= sz && gap < best_gap) {
+                    best_gap = gap;
+                    best = cur;
+                    if (fit == FIT_FIRST || gap == sz) break;
+                }
+            }
+            if (p->off[j] + p->size[j] > cur) cur = p->off[j] + p->size[j];
+        }
+        p->work += (uint64_t)cnt / 4 + 1;
+        if (best == UINT64_MAX) best = cur;
+        p->off[i] = best;
+        int32_t lo = 0, hi = cnt;
+        while (lo < hi) {
+            int32_t mid = (lo + hi) / 2;
+            if (p->off[lst[mid]] <= best) lo = mid + 1;
+            else hi = mid;
+        }
+        memmove(lst + lo + 1, lst + lo, sizeof(int32_t) * (size_t)(cnt - lo));
+        lst[lo] = i;
+        cnt++;
+        if (best + sz > top) {
+            top = best + sz;
+            if (top > cap) return UINT64_MAX;
+        }
+    }
+    return top;
+}
+
+static uint64_t run_place(packer *p, const int32_t *order, int fit, uint64_t cap)
+{
+    return p->dense ? place_dense(p, order, fit, cap, p->lst) : place(p, order, fit, cap);
 }
 
 /* ---- orders ---- */
@@ -438,24 +504,26 @@ static uint64_t skyline(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t 
         while (R < ns && h[R] == lvl) R++;
         while (L > 0 && h[L - 1] == lvl) L--;
         int32_t best = -1;
-        uint64_t bk1 = 0, bk2 = 0;
+        uint64_t bk1 = 0, bk2 = 0, bk3 = 0;
         p->work += (uint64_t)nu + (uint64_t)ns;
         for (int32_t u = 0; u < nu; u++) {
             int32_t i = un[u];
             if (p->sa[i] < L || p->sb[i] > R) continue;
-            uint64_t len = (uint64_t)((int64_t)p->pt[p->sb[i]] - p->pt[p->sa[i]]), k1, k2;
+            uint64_t len = (uint64_t)((int64_t)p->pt[p->sb[i]] - p->pt[p->sa[i]]), k1, k2, k3 = 0;
             switch (rule) {
             case SKY_WIDEST: k1 = len; k2 = p->size[i]; break;
             case SKY_TALLEST: k1 = p->size[i]; k2 = len; break;
             default: /* SKY_EDGE: an exact fit of the run, then touching one of its ends, then widest */
                 k1 = (uint64_t)(p->sa[i] == L) + (uint64_t)(p->sb[i] == R);
-                k2 = sat_add(sat_mul(len, 1u << 20), p->size[i] >> 44);
+                k2 = len;
+                k3 = p->size[i];
                 break;
             }
-            if (best < 0 || k1 > bk1 || (k1 == bk1 && k2 > bk2)) {
+            if (best < 0 || k1 > bk1 || (k1 == bk1 && (k2 > bk2 || (k2 == bk2 && k3 > bk3)))) {
                 best = u;
                 bk1 = k1;
                 bk2 = k2;
+                bk3 = k3;
             }
         }
         if (best >= 0) {
@@ -476,6 +544,290 @@ static uint64_t skyline(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t 
         for (int32_t s = L; s < R; s++) h[s] = up;
     }
     return top;
+}
+
+/* ---- skyline search: depth-first, the lowest-leftmost point first, bounded ---- */
+
+/* A bounded depth-first search for a packing within `cap` (MiniMalloc's idea of canonical solutions,
+ * simplified): the lowest, leftmost segment of the step axis that still has unplaced buffers live on
+ * it is filled next, either by an unplaced buffer whose lifetime starts at that segment and fits in
+ * the flat run there (every buffer then rests on the skyline: no other placement is needed), or by
+ * leaving the segment empty up to its lower neighbour's level. A buffer resting on a run that is
+ * lower at its left end could never start elsewhere, which is what makes the branching narrow.
+ * Pruned by: level + size <= cap; for every segment, skyline + unplaced live bytes <= cap; and a
+ * buffer's unplaced neighbours must still fit above it. Identical candidates are tried once. */
+
+typedef struct sframe {
+    int32_t L, R;      /* the flat run [L, R) at level lvl this node fills at L */
+    uint64_t lvl;
+    int32_t c0, nc;    /* candidates: pool[c0 .. c0 + nc) */
+    int32_t next;      /* next candidate to try; == nc: the waste move; > nc: exhausted */
+    int32_t applied;   /* buffer placed by the current move, -2 for waste, -1 none */
+    uint64_t up;       /* waste: the level segments [L, wR) are raised to (0: no waste move) */
+    int32_t wR;
+} sframe;
+
+typedef struct ssearch {
+    uint64_t *h, *rem;
+    int32_t *bstart, *blist; /* buffers by first segment, in the rule's preference order */
+    sframe *fr;
+    int32_t nfr, capfr;
+    int32_t *pool;
+    int32_t npool, cappool;
+    int32_t n_placed, depth; /* placed now; most placed at once in this search */
+    uint8_t *can; /* [n_seg + 1] run_cover's table */
+    uint64_t *snap_off; /* the deepest partial packing found */
+    uint8_t *snap_placed;
+} ssearch;
+
+static void ssearch_free(ssearch *S)
+{
+    ig__free(S->h);
+    ig__free(S->rem);
+    ig__free(S->bstart);
+    ig__free(S->blist);
+    ig__free(S->fr);
+    ig__free(S->pool);
+    ig__free(S->can);
+    ig__free(S->snap_off);
+    ig__free(S->snap_placed);
+}
+
+/* 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ...: restart lengths with a log-factor bound on wasted work */
+static uint64_t luby(uint64_t i)
+{
+    for (;;) {
+        uint64_t k = 1;
+        while (((1ull << k) - 1) < i) k++;
+        if (i == (1ull << k) - 1) return 1ull << (k - 1);
+        i -= (1ull << (k - 1)) - 1;
+    }
+}
+
+/* bucket buffers by first segment, each bucket in the order of `rule` */
+static bool ssearch_rule(packer *p, ssearch *S, int rule, uint64_t *rng)
+{
+    okey *keys = ig__malloc(sizeof(okey) * ((size_t)p->m + 1));
+    if (!keys) return false;
+    for (int32_t i = 0; i < p->m; i++) {
+        okey *k = &keys[i];
+        k->i = i;
+        k->k1 = UINT64_MAX - (uint64_t)p->sa[i]; /* ascending first segment */
+        uint64_t sb = (uint64_t)p->sb[i], sz = p->size[i];
+        switch (rule < 3 ? rule : 3) {
+        case 0: k->k2 = sb; k->k3 = UINT64_MAX - sz; break;        /* longest, then tallest */
+        case 1: k->k2 = sb; k->k3 = sz; break;                     /* longest, then shortest */
+        case 2: k->k2 = sz; k->k3 = UINT64_MAX - sb; break;        /* tallest, then longest */
+        default: {                                                 /* longest, with noise */
+            double len = (double)(p->pt[p->sb[i]] - p->pt[p->sa[i]]);
+            double noise = 0.5 + (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+            k->k2 = (uint64_t)(len * noise * 1024.0);
+            k->k3 = rng_next(rng);
+            break;
+        }
+        }
+    }
+    qsort(keys, (size_t)p->m, sizeof(okey), cmp_okey);
+    memset(S->bstart, 0, sizeof(int32_t) * ((size_t)p->n_seg + 1));
+    for (int32_t i = 0; i < p->m; i++) S->bstart[p->sa[i] + 1]++;
+    for (int32_t s = 0; s < p->n_seg; s++) S->bstart[s + 1] += S->bstart[s];
+    for (int32_t i = 0; i < p->m; i++) S->blist[i] = keys[i].i; /* sorted by sa first: buckets in place */
+    ig__free(keys);
+    return true;
+}
+
+/* Can the flat run [L, R) at level lvl be covered at that level? Segments without slack (every
+ * byte above the skyline is needed by buffers still live there) must be covered exactly at lvl by
+ * unplaced buffers lying inside the run; segments with slack may be left empty. can[s] says whether
+ * [s, R) can be covered (a 1-D exact cover by dynamic programming, right to left). */
+static void run_cover(packer *p, ssearch *S, int32_t L, int32_t R, uint64_t lvl, uint64_t cap)
+{
+    uint8_t *can = S->can;
+    int32_t H = R;
+    can[H] = 1;
+    for (int32_t s = H - 1; s >= L; s--) {
+        uint8_t ok = lvl + S->rem[s] < cap && can[s + 1];
+        for (int32_t k = S->bstart[s]; k < S->bstart[s + 1] && !ok; k++) {
+            int32_t i = S->blist[k];
+            if (!p->placed[i] && p->sb[i] <= R && lvl + p->size[i] <= cap && (p->sb[i] >= H || can[p->sb[i]])) ok = 1;
+        }
+        can[s] = ok;
+        p->work += (uint64_t)(S->bstart[s + 1] - S->bstart[s]) + 1;
+    }
+}
+
+/* Candidates for filling the run [L, R) at its left end (after run_cover): buffers starting at L
+ * whose rest of the run can still be covered; identical buffers only once. */
+static int32_t run_cands(packer *p, ssearch *S, int32_t L, int32_t R, uint64_t lvl, uint64_t cap, int32_t *out)
+{
+    int32_t n = 0, prev = -1;
+    for (int32_t k = S->bstart[L]; k < S->bstart[L + 1]; k++) {
+        int32_t i = S->blist[k];
+        if (p->placed[i] || p->sb[i] > R || lvl + p->size[i] > cap || !S->can[p->sb[i]]) continue;
+        if (prev >= 0 && p->sb[prev] == p->sb[i] && p->size[prev] == p->size[i]) continue;
+        if (out) out[n] = i;
+        n++;
+        prev = i;
+    }
+    return n;
+}
+
+/* Push the next node: among the flat runs at the lowest level (each can only be filled from its
+ * left end), the one with the fewest moves, so that dead ends show up at once (first fail); a run
+ * that cannot be covered makes the node a dead end. */
+static bool spush(packer *p, ssearch *S, uint64_t cap, int32_t lo, int32_t hi)
+{
+    int32_t ns = p->n_seg;
+    uint64_t lvl = UINT64_MAX;
+    for (int32_t s = 0; s < ns; s++)
+        if (S->rem[s] && S->h[s] < lvl) lvl = S->h[s];
+    p->work += (uint64_t)ns / 8 + 1;
+    if (S->nfr == S->capfr) {
+        int32_t c = S->capfr ? 2 * S->capfr : 256;
+        sframe *nf = ig__realloc(S->fr, sizeof(sframe) * (size_t)c);
+        if (!nf) return false;
+        S->fr = nf;
+        S->capfr = c;
+    }
+    sframe *f = &S->fr[S->nfr++];
+    memset(f, 0, sizeof *f);
+    f->applied = -1;
+    f->c0 = S->npool;
+    if (lvl == UINT64_MAX) return true; /* nothing left: the caller stops before this */
+    int32_t bestL = -1, bestR = -1, best_moves = INT32_MAX;
+    uint64_t best_up = 0;
+    for (int32_t s = 0; s < ns;) {
+        if (!S->rem[s]) {
+            s++;
+            continue;
+        }
+        uint64_t l = S->h[s];
+        int32_t L = s, R = s + 1;
+        while (R < ns && S->h[R] == l && S->rem[R]) R++;
+        s = R;
+        /* a flat run lower than both neighbours (a well) must be covered at its level by buffers
+         * inside it, whatever its level: checking every well, not just the lowest, finds the dead
+         * end right after the placement that made it */
+        bool left_wall = L == 0 || !S->rem[L - 1] || S->h[L - 1] > l;
+        bool right_wall = R == ns || !S->rem[R] || S->h[R] > l;
+        if (!left_wall || !right_wall) continue;
+        /* wells away from the last move passed at the parent and have not changed */
+        if (l != lvl && (R < lo || L > hi)) continue;
+        run_cover(p, S, L, R, l, cap);
+        if (!S->can[L]) { /* dead end */
+            f->nc = 0;
+            f->up = 0;
+            return true;
+        }
+        if (l != lvl) continue;
+        uint64_t up = UINT64_MAX;
+        if (L > 0 && S->rem[L - 1] && S->h[L - 1] > lvl) up = S->h[L - 1];
+        if (R < ns && S->rem[R] && S->h[R] > lvl && S->h[R] < up) up = S->h[R];
+        if (up != UINT64_MAX)
+            for (int32_t t = L; t < R; t++)
+                if (up + S->rem[t] > cap) {
+                    up = UINT64_MAX;
+                    break;
+                }
+        up = up != UINT64_MAX ? up : 0;
+        int32_t moves = run_cands(p, S, L, R, lvl, cap, NULL) + (up != 0);
+        if (moves < best_moves) {
+            best_moves = moves;
+            bestL = L;
+            bestR = R;
+            best_up = up;
+        }
+    }
+    f->L = bestL;
+    f->R = bestR;
+    f->lvl = lvl;
+    f->up = best_up;
+    int32_t need = S->bstart[bestL + 1] - S->bstart[bestL];
+    if (S->npool + need > S->cappool) {
+        int32_t c = S->cappool ? 2 * S->cappool : 1024;
+        while (c < S->npool + need) c *= 2;
+        int32_t *np = ig__realloc(S->pool, sizeof(int32_t) * (size_t)c);
+        if (!np) return false;
+        S->pool = np;
+        S->cappool = c;
+    }
+    run_cover(p, S, bestL, bestR, lvl, cap);
+    f->nc = run_cands(p, S, bestL, bestR, lvl, cap, S->pool + S->npool);
+    S->npool += f->nc;
+    return true;
+}
+
+static void sundo(packer *p, ssearch *S, sframe *f)
+{
+    if (f->applied >= 0) {
+        int32_t i = f->applied;
+        for (int32_t s = p->sa[i]; s < p->sb[i]; s++) {
+            S->h[s] = f->lvl;
+            S->rem[s] += p->size[i];
+        }
+        p->placed[i] = 0;
+        S->n_placed--;
+    } else if (f->applied == -2) {
+        for (int32_t s = f->L; s < f->wR; s++) S->h[s] = f->lvl;
+    }
+    f->applied = -1;
+}
+
+/* 1: found (offsets in p->off), 0: not within budget or none exists, -1: out of memory */
+static int sky_search(packer *p, ssearch *S, uint64_t cap, uint64_t budget)
+{
+    int32_t m = p->m;
+    uint64_t w0 = p->work;
+    memset(S->h, 0, sizeof(uint64_t) * (size_t)p->n_seg);
+    memcpy(S->rem, p->seg_live, sizeof(uint64_t) * (size_t)p->n_seg);
+    memset(p->placed, 0, (size_t)m);
+    S->nfr = S->npool = S->n_placed = 0;
+    if (!spush(p, S, cap, 0, p->n_seg)) return -1;
+    while (S->nfr > 0) {
+        if (p->work - w0 > budget) return 0;
+        sframe *f = &S->fr[S->nfr - 1];
+        sundo(p, S, f);
+        if (f->next < f->nc) {
+            int32_t i = S->pool[f->c0 + f->next++];
+            uint64_t top = f->lvl + p->size[i];
+            for (int32_t s = p->sa[i]; s < p->sb[i]; s++) {
+                S->h[s] = top;
+                S->rem[s] -= p->size[i];
+            }
+            p->placed[i] = 1;
+            p->off[i] = f->lvl;
+            S->n_placed++;
+            f->applied = i;
+            bool ok = true;
+            /* every unplaced neighbour must still fit above this buffer */
+            for (int32_t e = p->adj_start[i]; e < p->adj_start[i + 1]; e++) {
+                int32_t j = p->adj[e];
+                if (!p->placed[j] && top + p->size[j] > cap) {
+                    ok = false;
+                    break;
+                }
+            }
+            p->work += (uint64_t)(p->adj_start[i + 1] - p->adj_start[i]) / 4 + (uint64_t)(p->sb[i] - p->sa[i]);
+            if (!ok) continue;
+            if (S->n_placed == m) return 1;
+            if (S->n_placed > S->depth) { /* deepest partial packing, for completion */
+                S->depth = S->n_placed;
+                memcpy(S->snap_off, p->off, sizeof(uint64_t) * (size_t)m);
+                memcpy(S->snap_placed, p->placed, (size_t)m);
+            }
+            if (!spush(p, S, cap, p->sa[i], p->sb[i])) return -1;
+        } else if (f->next == f->nc && f->up) {
+            f->next++;
+            f->wR = f->R;
+            for (int32_t s = f->L; s < f->wR; s++) S->h[s] = f->up;
+            f->applied = -2;
+            if (!spush(p, S, cap, f->L, f->wR)) return -1;
+        } else {
+            S->npool = f->c0;
+            S->nfr--;
+        }
+    }
+    return 0;
 }
 
 /* ---- improvement: iterated greedy on the best order ---- */
@@ -533,6 +885,68 @@ static void perturb(packer *p, const int32_t *order, const uint64_t *off, uint64
     }
 }
 
+/* Restarted searches at the lower bound: three deterministic candidate orders, then randomised
+ * ones, with budgets growing along Luby's sequence (a search that took a wrong turn near the root
+ * rarely recovers by backtracking; a fresh start often does). When a search fails, its deepest
+ * partial packing, tight at the bottom, is completed by best-fit in size order. Returns -1 when
+ * out of memory. */
+static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size_order, int32_t *cand,
+                        uint64_t *best, uint64_t *best_off, ig_pack_result *res)
+{
+    int32_t m = p->m;
+    size_t mm = (size_t)m + 1, ns1 = (size_t)p->n_seg + 1;
+    ssearch S;
+    memset(&S, 0, sizeof S);
+    S.h = ig__malloc(sizeof(uint64_t) * ns1);
+    S.rem = ig__malloc(sizeof(uint64_t) * ns1);
+    S.bstart = ig__malloc(sizeof(int32_t) * (ns1 + 1));
+    S.blist = ig__malloc(sizeof(int32_t) * mm);
+    S.can = ig__malloc(ns1);
+    S.snap_off = ig__malloc(sizeof(uint64_t) * mm);
+    S.snap_placed = ig__malloc(mm);
+    int rc = S.h && S.rem && S.bstart && S.blist && S.can && S.snap_off && S.snap_placed ? 0 : -1;
+    uint64_t rng = o->seed ? o->seed : 0x5ca1ab1eu;
+    uint64_t unit = o->effort >= 2 ? 3000000ull : 300000ull, total = o->effort >= 2 ? 300000000ull : 10000000ull;
+    uint64_t w0 = p->work;
+    for (int r = 0; rc == 0 && *best > p->lb && p->work - w0 < total; r++) {
+        if (!ssearch_rule(p, &S, r, &rng)) {
+            rc = -1;
+            break;
+        }
+        uint64_t budget = unit * luby((uint64_t)r + 1), left = total - (p->work - w0);
+        S.depth = 0;
+        rc = sky_search(p, &S, p->lb, budget < left ? budget : left);
+        res->n_runs++;
+        if (rc == 1) {
+            uint64_t a = 0;
+            for (int32_t k = 0; k < m; k++)
+                if (p->off[k] + p->size[k] > a) a = p->off[k] + p->size[k];
+            if (a < *best) {
+                *best = a;
+                memcpy(best_off, p->off, sizeof(uint64_t) * (size_t)m);
+                res->strategy = "skyline-search";
+            }
+        } else if (rc == 0 && S.depth > 0) {
+            memcpy(p->off, S.snap_off, sizeof(uint64_t) * (size_t)m);
+            memcpy(p->placed, S.snap_placed, (size_t)m);
+            uint64_t top = 0;
+            int32_t nr = 0;
+            for (int32_t k = 0; k < m; k++)
+                if (p->placed[k] && p->off[k] + p->size[k] > top) top = p->off[k] + p->size[k];
+            for (int32_t k = 0; k < m; k++)
+                if (!p->placed[size_order[k]]) cand[nr++] = size_order[k];
+            uint64_t a = place_from(p, cand, nr, FIT_BEST, *best - 1, top);
+            if (a < *best) {
+                *best = a;
+                memcpy(best_off, p->off, sizeof(uint64_t) * (size_t)m);
+                res->strategy = "skyline-search+greedy";
+            }
+        }
+    }
+    ssearch_free(&S);
+    return rc < 0 ? -1 : 0;
+}
+
 /* ---- driver ---- */
 
 uint64_t ig__pack_lower_bound(const ig_pack_buf *bufs, int32_t n, uint64_t align, int32_t *peak_step)
@@ -540,7 +954,7 @@ uint64_t ig__pack_lower_bound(const ig_pack_buf *bufs, int32_t n, uint64_t align
     if (!align) align = IG_PLAN_ALIGN_DEFAULT;
     packer p;
     if (peak_step) *peak_step = -1;
-    if (packer_init(&p, bufs, n, align, NULL) != INGOT_OK) {
+    if (packer_init(&p, bufs, n, align, false, NULL) != INGOT_OK) {
         packer_free(&p);
         return 0;
     }
@@ -570,7 +984,7 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
     for (int32_t i = 0; i < n; i++) offsets[i] = 0;
 
     packer p;
-    ingot_status st = packer_init(&p, bufs, n, o.align, err);
+    ingot_status st = packer_init(&p, bufs, n, o.align, true, err);
     int32_t *order = NULL, *best_order = NULL, *cand = NULL, *un = NULL;
     uint64_t *best_off = NULL, *cur_off = NULL, *h = NULL;
     uint8_t *mark = NULL;
@@ -605,7 +1019,7 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
         for (int fit = FIT_BEST; fit <= FIT_FIRST && best > p.lb; fit++) {
             /* first-fit only for the two orders where it tends to differ usefully */
             if (fit == FIT_FIRST && k != ORD_SIZE && k != ORD_LENGTH) continue;
-            uint64_t a = place(&p, order, fit, best == UINT64_MAX ? UINT64_MAX : best - 1);
+            uint64_t a = run_place(&p, order, fit, best == UINT64_MAX ? UINT64_MAX : best - 1);
             res->n_runs++;
             if (a < best) {
                 best = a;
@@ -634,18 +1048,23 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
             }
         }
     }
+    /* bounded search for a packing at the lower bound (perfect instances) */
+    if (best > p.lb && o.effort >= 1 && sky_ok) {
+        IG_TRY(st, make_order(&p, ORD_SIZE, order, &rq, err), out);
+        if (search_phase(&p, &o, order, cand, &best, best_off, res) < 0) goto oom;
+    }
     /* improvement: iterated greedy from the best greedy order, bounded by neighbour visits */
     if (best > p.lb && o.effort >= 1 && have_order) {
         uint64_t rng = o.seed ? o.seed : 0x1e607u;
-        uint64_t budget = o.effort >= 2 ? 2000000000ull : 3000000ull;
+        uint64_t budget = o.effort >= 2 ? 100000000ull : 3000000ull;
         uint64_t start_work = p.work;
-        uint64_t cur = place(&p, best_order, best_fit, UINT64_MAX);
+        uint64_t cur = run_place(&p, best_order, best_fit, UINT64_MAX);
         memcpy(cur_off, p.off, sizeof(uint64_t) * (size_t)m);
         memcpy(order, best_order, sizeof(int32_t) * (size_t)m);
-        int32_t max_iter = o.effort >= 2 ? 200000 : 400;
+        int32_t max_iter = o.effort >= 2 ? 20000 : 400;
         for (int32_t it = 0; it < max_iter && p.work - start_work < budget && best > p.lb; it++) {
             perturb(&p, order, cur_off, cur, &rng, cand, mark);
-            uint64_t a = place(&p, cand, best_fit, cur);
+            uint64_t a = run_place(&p, cand, best_fit, cur);
             res->n_runs++;
             if (a == UINT64_MAX) continue;
             memcpy(order, cand, sizeof(int32_t) * (size_t)m);

@@ -3,7 +3,7 @@
  * through ingot's CPU backend and compare every output with the expected one.
  *
  *   ingot-conformance DIR [--manifest FILE] [--filter SUBSTR] [--verbose] [-j N] [--threads N]
- *                         [--timeout S] [--min-pass N] [--no-coverage] [--no-fork]
+ *                         [--timeout S] [--min-pass N] [--no-coverage] [--op-counts] [--no-fork]
  *
  * DIR is one test folder, a folder of tests, or a folder of suites of tests (what gen_node_tests.py
  * writes: DIR/node/test_add, DIR/pytorch-converted/test_Conv2d, ...). Only the public API is used: the
@@ -16,6 +16,7 @@
  *     NAME  xfail  reason...          expected to fail; passing is a failure ("unexpected pass")
  *     NAME  skip   reason...          not run
  *     NAME  tol    RTOL ATOL reason   run with these float tolerances instead of the defaults
+ *     NAME  shapes-...                 entries for tests/conformance/check_shapes.py (ignored here)
  *
  * Tolerances (a float element passes when |got - want| <= atol + rtol * |want|, NaN matches NaN, an
  * infinity must be the same infinity): float32/float64 use ONNX's backend-test values (rtol 1e-3,
@@ -57,7 +58,7 @@ static const char *const op_names[] = {
 };
 #define N_OPS ((int)(sizeof op_names / sizeof op_names[0]))
 
-#define MSG_MAX 4096
+#define MSG_MAX   4096
 #define PATH_MAX_ 4096
 
 /* ---- small utilities ------------------------------------------------------------------------------ */
@@ -254,9 +255,14 @@ static int load_manifest(const char *path, manifest *m)
         char *kind = strtok_r(NULL, " \t\r\n", &save);
         entry e = {0};
         e.line = lineno;
-        if (kind && strcmp(kind, "xfail") == 0) e.kind = ENTRY_XFAIL;
-        else if (kind && strcmp(kind, "skip") == 0) e.kind = ENTRY_SKIP;
-        else if (kind && strcmp(kind, "pass") == 0) e.kind = ENTRY_PASS;
+        if (kind && strcmp(kind, "xfail") == 0)
+            e.kind = ENTRY_XFAIL;
+        else if (kind && strcmp(kind, "skip") == 0)
+            e.kind = ENTRY_SKIP;
+        else if (kind && strcmp(kind, "pass") == 0)
+            e.kind = ENTRY_PASS;
+        else if (kind && strncmp(kind, "shapes-", 7) == 0)
+            continue; /* check_shapes.py's entries */
         else if (kind && strcmp(kind, "tol") == 0) {
             e.kind = ENTRY_TOL;
             char *r = strtok_r(NULL, " \t\r\n", &save), *a = strtok_r(NULL, " \t\r\n", &save);
@@ -269,8 +275,8 @@ static int load_manifest(const char *path, manifest *m)
                 continue;
             }
         } else {
-            fprintf(stderr, "%s:%d: expected 'xfail', 'skip', 'tol' or 'pass' after the name, got '%s'\n", path,
-                    lineno, kind ? kind : "");
+            fprintf(stderr, "%s:%d: expected 'xfail', 'skip', 'tol' or 'pass' after the name, got '%s'\n", path, lineno,
+                    kind ? kind : "");
             bad = 1;
             continue;
         }
@@ -311,9 +317,12 @@ static double half_to_double(uint16_t h)
 {
     int e = (h >> 10) & 0x1f, man = h & 0x3ff;
     double v;
-    if (e == 0) v = ldexp(man, -24);
-    else if (e == 31) v = man ? NAN : INFINITY;
-    else v = ldexp(man | 0x400, e - 25);
+    if (e == 0)
+        v = ldexp(man, -24);
+    else if (e == 31)
+        v = man ? NAN : INFINITY;
+    else
+        v = ldexp(man | 0x400, e - 25);
     return (h & 0x8000) ? -v : v;
 }
 
@@ -329,10 +338,26 @@ static double elem_f(const ingot_tensor *t, int64_t i)
 {
     const unsigned char *p = t->data;
     switch (t->dtype) {
-    case INGOT_DTYPE_FLOAT: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case INGOT_DTYPE_DOUBLE: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case INGOT_DTYPE_FLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return half_to_double(v); }
-    case INGOT_DTYPE_BFLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bf16_to_double(v); }
+    case INGOT_DTYPE_FLOAT: {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    case INGOT_DTYPE_DOUBLE: {
+        double v;
+        memcpy(&v, p + 8 * i, 8);
+        return v;
+    }
+    case INGOT_DTYPE_FLOAT16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return half_to_double(v);
+    }
+    case INGOT_DTYPE_BFLOAT16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return bf16_to_double(v);
+    }
     default: return NAN;
     }
 }
@@ -343,24 +368,44 @@ static uint64_t elem_bits(const ingot_tensor *t, int64_t i)
     const unsigned char *p = t->data;
     switch (ingot_dtype_size(t->dtype)) {
     case 1: return t->dtype == INGOT_DTYPE_BOOL ? (p[i] != 0) : p[i];
-    case 2: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case 4: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    default: { uint64_t v; memcpy(&v, p + 8 * i, 8); return v; }
+    case 2: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return v;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    default: {
+        uint64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return v;
+    }
     }
 }
 
 static bool is_float(ingot_dtype t)
 {
-    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_DOUBLE || t == INGOT_DTYPE_FLOAT16 ||
-           t == INGOT_DTYPE_BFLOAT16;
+    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_DOUBLE || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
 }
 
 static void default_tol(ingot_dtype t, double *rtol, double *atol)
 {
     switch (t) {
-    case INGOT_DTYPE_FLOAT16: *rtol = 1.0 / 512; *atol = 1e-6; break;   /* 2 ulp */
-    case INGOT_DTYPE_BFLOAT16: *rtol = 1.0 / 64; *atol = 1e-5; break;   /* 2 ulp, as ONNX's runner */
-    default: *rtol = 1e-3; *atol = 1e-7; break;                         /* ONNX backend tests */
+    case INGOT_DTYPE_FLOAT16:
+        *rtol = 1.0 / 512;
+        *atol = 1e-6;
+        break; /* 2 ulp */
+    case INGOT_DTYPE_BFLOAT16:
+        *rtol = 1.0 / 64;
+        *atol = 1e-5;
+        break; /* 2 ulp, as ONNX's runner */
+    default:
+        *rtol = 1e-3;
+        *atol = 1e-7;
+        break; /* ONNX backend tests */
     }
 }
 
@@ -386,8 +431,8 @@ static void index_str(const ingot_tensor *t, int64_t flat, char *buf, size_t n)
 }
 
 /* Compare got with want; on mismatch describe it in msg and return false. */
-static bool compare(const ingot_tensor *got, const ingot_tensor *want, double rtol_over, double atol_over,
-                    char *msg, size_t cap)
+static bool compare(const ingot_tensor *got, const ingot_tensor *want, double rtol_over, double atol_over, char *msg,
+                    size_t cap)
 {
     char gs[256], ws[256];
     if (got->dtype != want->dtype) {
@@ -421,8 +466,10 @@ static bool compare(const ingot_tensor *got, const ingot_tensor *want, double rt
         for (int64_t i = 0; i < n; i++) {
             double a = elem_f(got, i), b = elem_f(want, i);
             bool ok;
-            if (isnan(b) || isnan(a)) ok = isnan(a) && isnan(b);
-            else if (isinf(b) || isinf(a)) ok = a == b;
+            if (isnan(b) || isnan(a))
+                ok = isnan(a) && isnan(b);
+            else if (isinf(b) || isinf(a))
+                ok = a == b;
             else {
                 double d = fabs(a - b);
                 if (d > max_abs) max_abs = d;
@@ -445,8 +492,8 @@ static bool compare(const ingot_tensor *got, const ingot_tensor *want, double rt
         bufcat(msg, cap,
                "%lld of %lld elements differ (rtol %g, atol %g): max abs err %.4g, max rel err %.4g; first at %s "
                "(index %lld): got %.9g expected %.9g; worst at %s: got %.9g expected %.9g",
-               (long long)n_bad, (long long)n, rtol, atol, max_abs, max_rel, gs, (long long)first,
-               elem_f(got, first), elem_f(want, first), ws, elem_f(got, worst), elem_f(want, worst));
+               (long long)n_bad, (long long)n, rtol, atol, max_abs, max_rel, gs, (long long)first, elem_f(got, first),
+               elem_f(want, first), ws, elem_f(got, worst), elem_f(want, worst));
         return false;
     }
     bool is_signed = want->dtype == INGOT_DTYPE_INT8 || want->dtype == INGOT_DTYPE_INT16 ||
@@ -467,8 +514,7 @@ static bool compare(const ingot_tensor *got, const ingot_tensor *want, double rt
                (long long)((int64_t)(b << sh) >> sh));
     else
         bufcat(msg, cap, "%lld of %lld elements differ (exact); first at %s (index %lld): got %llu expected %llu",
-               (long long)n_bad, (long long)n, gs, (long long)first, (unsigned long long)a,
-               (unsigned long long)b);
+               (long long)n_bad, (long long)n, gs, (long long)first, (unsigned long long)a, (unsigned long long)b);
     return false;
 }
 
@@ -476,7 +522,7 @@ static bool compare(const ingot_tensor *got, const ingot_tensor *want, double rt
 
 typedef struct options {
     const char *dir, *manifest, *filter;
-    bool verbose, fork, coverage;
+    bool verbose, fork, coverage, op_counts;
     int jobs, threads, timeout_s, min_pass;
 } options;
 
@@ -487,8 +533,7 @@ typedef struct result {
 } result;
 
 /* Load every tensor file PREFIX_J.pb (J = 0, 1, ...) of a data set; returns the count. */
-static int load_set(ingot_runtime *rt, const char *ds, const char *prefix, ingot_tensor **out, char *msg,
-                    size_t cap)
+static int load_set(ingot_runtime *rt, const char *ds, const char *prefix, ingot_tensor **out, char *msg, size_t cap)
 {
     int n = 0;
     for (;; n++) {
@@ -575,15 +620,21 @@ static void run_test(const test *t, const options *o, manifest *m, result *r)
         pjoin(ds, sizeof ds, t->path, sets[s]);
         ingot_tensor *ins = NULL, *want = NULL;
         int ni = load_set(rt, ds, "input", &ins, r->msg, sizeof r->msg);
-        if (ni < 0) { ok = false; break; }
+        if (ni < 0) {
+            ok = false;
+            break;
+        }
         int nw = load_set(rt, ds, "output", &want, r->msg, sizeof r->msg);
-        if (nw < 0) { free_set(ins, ni); ok = false; break; }
+        if (nw < 0) {
+            free_set(ins, ni);
+            ok = false;
+            break;
+        }
         ran++;
         /* input_J names the graph input it is for; else it is the J-th graph input. */
         for (int j = 0; j < ni && ok; j++) {
-            ingot_tensor_info ti;
             bool named = false;
-            if (ins[j].name && ins[j].name[0] && ingot_model_tensor_info(model, ins[j].name, &ti) == INGOT_OK) {
+            if (ins[j].name && ins[j].name[0]) {
                 for (int64_t k = 0; k < n_in && !named; k++) {
                     ingot_tensor_info ii;
                     named = ingot_model_input_info(model, k, &ii) == INGOT_OK && strcmp(ii.name, ins[j].name) == 0;
@@ -592,8 +643,8 @@ static void run_test(const test *t, const options *o, manifest *m, result *r)
             if (named) continue;
             ingot_tensor_info ii;
             if (j >= n_in || ingot_model_input_info(model, j, &ii) != INGOT_OK) {
-                bufcat(r->msg, sizeof r->msg, "%s: input_%d.pb has no graph input (the model has %lld)",
-                       sets[s], j, (long long)n_in);
+                bufcat(r->msg, sizeof r->msg, "%s: input_%d.pb has no graph input (the model has %lld)", sets[s], j,
+                       (long long)n_in);
                 ok = false;
             } else {
                 ins[j].name = ii.name; /* owned by the model, which outlives this use */
@@ -605,8 +656,8 @@ static void run_test(const test *t, const options *o, manifest *m, result *r)
             ok = false;
         }
         if (ok && nw != n_out) {
-            bufcat(r->msg, sizeof r->msg, "%s: the model has %lld outputs, the test data %d", sets[s],
-                   (long long)n_out, nw);
+            bufcat(r->msg, sizeof r->msg, "%s: the model has %lld outputs, the test data %d", sets[s], (long long)n_out,
+                   nw);
             ok = false;
         }
         for (int j = 0; ok && j < nw; j++) {
@@ -704,7 +755,14 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ingot-conformance DIR [--manifest FILE] [--filter SUBSTR] [--verbose] [-j N]\n"
-            "                         [--threads N] [--timeout S] [--min-pass N] [--no-coverage] [--no-fork]\n");
+            "                         [--threads N] [--timeout S] [--min-pass N] [--no-coverage] [--op-counts]\n"
+            "                         [--no-fork]\n"
+            "  -j N         run N tests at once (each in its own process)\n"
+            "  --threads N  CPU backend threads per test (default 1)\n"
+            "  --timeout S  seconds before a test is killed (default 60)\n"
+            "  --min-pass N fail the run when fewer than N tests pass\n"
+            "  --op-counts  print the number of passing node tests of every op\n"
+            "  --no-fork    run tests in this process (for a debugger; a crash ends the run)\n");
 }
 
 typedef struct counts {
@@ -749,20 +807,42 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
-        if (strcmp(a, "--manifest") == 0 && has_val) o.manifest = argv[++i];
-        else if (strcmp(a, "--filter") == 0 && has_val) o.filter = argv[++i];
-        else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) o.verbose = true;
-        else if (strcmp(a, "-j") == 0 && has_val) o.jobs = atoi(argv[++i]);
-        else if (strcmp(a, "--threads") == 0 && has_val) o.threads = atoi(argv[++i]);
-        else if (strcmp(a, "--timeout") == 0 && has_val) o.timeout_s = atoi(argv[++i]);
-        else if (strcmp(a, "--min-pass") == 0 && has_val) o.min_pass = atoi(argv[++i]);
-        else if (strcmp(a, "--no-coverage") == 0) o.coverage = false;
-        else if (strcmp(a, "--no-fork") == 0) o.fork = false;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); return 0; }
-        else if (a[0] != '-' && !o.dir) o.dir = a;
-        else { usage(); return 2; }
+        if (strcmp(a, "--manifest") == 0 && has_val)
+            o.manifest = argv[++i];
+        else if (strcmp(a, "--filter") == 0 && has_val)
+            o.filter = argv[++i];
+        else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0)
+            o.verbose = true;
+        else if (strcmp(a, "-j") == 0 && has_val)
+            o.jobs = atoi(argv[++i]);
+        else if (strncmp(a, "-j", 2) == 0 && a[2] >= '0' && a[2] <= '9')
+            o.jobs = atoi(a + 2);
+        else if (strcmp(a, "--threads") == 0 && has_val)
+            o.threads = atoi(argv[++i]);
+        else if (strcmp(a, "--timeout") == 0 && has_val)
+            o.timeout_s = atoi(argv[++i]);
+        else if (strcmp(a, "--min-pass") == 0 && has_val)
+            o.min_pass = atoi(argv[++i]);
+        else if (strcmp(a, "--no-coverage") == 0)
+            o.coverage = false;
+        else if (strcmp(a, "--op-counts") == 0)
+            o.op_counts = true;
+        else if (strcmp(a, "--no-fork") == 0)
+            o.fork = false;
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage();
+            return 0;
+        } else if (a[0] != '-' && !o.dir)
+            o.dir = a;
+        else {
+            usage();
+            return 2;
+        }
     }
-    if (!o.dir) { usage(); return 2; }
+    if (!o.dir) {
+        usage();
+        return 2;
+    }
     if (o.jobs < 1) o.jobs = 1;
     if (!o.fork) o.jobs = 1;
 
@@ -867,9 +947,12 @@ int main(int argc, char **argv)
         for (int i = 0; i < m.n; i++) {
             bool any = false;
             for (int k = 0; k < all.n && !any; k++) any = fnmatch(m.v[i].pattern, all.v[k].name, 0) == 0;
-            if (!any)
-                printf("warning: manifest line %d (%s) matches no test\n", m.v[i].line, m.v[i].pattern);
+            if (!any) printf("warning: manifest line %d (%s) matches no test\n", m.v[i].line, m.v[i].pattern);
         }
+    }
+    if (o.op_counts) {
+        printf("passing node tests per op:\n");
+        for (int i = 0; i < N_OPS; i++) printf("  %-24s %d\n", op_names[i], c.op_pass[i]);
     }
     if (o.coverage && saw_node && !o.filter) {
         int n_unc = 0;

@@ -1,0 +1,157 @@
+/*
+ * plan_bench.c -- benchmark of the memory planner.
+ *
+ *   plan_bench                      the whole suite: MiniMalloc-style instances, random interval sets
+ *                                   and synthetic 2,000-node graphs
+ *   plan_bench --effort E           packing effort (0, 1 default, 2)
+ *   plan_bench --csv FILE...        instances in MiniMalloc's CSV format (id,lower,upper,size with
+ *                                   half-open [lower, upper)), e.g. lifetimes exported from a model
+ *   plan_bench --seed S             base seed of the generated instances (default 1)
+ *
+ * Prints one line per instance: buffers, lower bound, arena, arena/LB, winning strategy, time.
+ */
+#include "gen.h"
+#include "graphs.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct stats {
+    int n;
+    double sum_ratio, max_ratio, sum_ms, max_ms;
+    int at_lb, within10;
+} stats;
+
+static void run_instance(const char *name, const ig_pack_buf *b, int32_t n, int effort, stats *st)
+{
+    uint64_t *off = malloc(sizeof(uint64_t) * ((size_t)n + 1));
+    ig_pack_options o = ig__pack_options_default();
+    o.effort = effort;
+    o.align = 1;
+    ig_pack_result r;
+    ig_err err = {0};
+    double t0 = now_ms();
+    ingot_status s = ig__pack(b, n, &o, off, &r, &err);
+    double ms = now_ms() - t0;
+    if (s != INGOT_OK) {
+        printf("%-24s error: %s\n", name, err.msg);
+        free(off);
+        return;
+    }
+    if (ig__pack_check(b, n, off, o.align, r.arena, &err) != INGOT_OK) printf("%-24s CHECK FAILED: %s\n", name, err.msg);
+    double ratio = r.lower_bound ? (double)r.arena / (double)r.lower_bound : 1.0;
+    printf("| %-22s | %5d | %12" PRIu64 " | %12" PRIu64 " | %6.3f | %-22s | %6d | %9.2f |\n", name, (int)n,
+           r.lower_bound, r.arena, ratio, r.strategy, (int)r.n_runs, ms);
+    fflush(stdout);
+    st->n++;
+    st->sum_ratio += ratio;
+    if (ratio > st->max_ratio) st->max_ratio = ratio;
+    st->sum_ms += ms;
+    if (ms > st->max_ms) st->max_ms = ms;
+    st->at_lb += r.arena == r.lower_bound;
+    st->within10 += ratio <= 1.10 + 1e-12;
+    free(off);
+}
+
+static void header(const char *title)
+{
+    printf("\n%s\n\n", title);
+    printf("| %-22s | %5s | %12s | %12s | %6s | %-22s | %6s | %9s |\n", "instance", "bufs", "lower bound", "arena",
+           "ratio", "strategy", "runs", "ms");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "-------", "--------------",
+           "--------------", "--------", "------------------------", "--------", "-----------");
+}
+
+static void summary(const char *what, const stats *st)
+{
+    if (!st->n) return;
+    printf("\n%s: %d instances, mean ratio %.3f, max %.3f, %d at LB, %d within 1.10; mean %.1f ms, max %.1f ms\n",
+           what, st->n, st->sum_ratio / st->n, st->max_ratio, st->at_lb, st->within10, st->sum_ms / st->n,
+           st->max_ms);
+}
+
+static int run_csv(const char *path, int effort, stats *st)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    int32_t cap = 1024, n = 0;
+    ig_pack_buf *b = malloc(sizeof(ig_pack_buf) * (size_t)cap);
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char id[256];
+        long long lo, hi, sz;
+        if (sscanf(line, "%255[^,],%lld,%lld,%lld", id, &lo, &hi, &sz) != 4) continue; /* header */
+        if (n == cap) b = realloc(b, sizeof(ig_pack_buf) * (size_t)(cap *= 2));
+        b[n].first = (int32_t)lo;
+        b[n].last = (int32_t)hi - 1;
+        b[n].size = (uint64_t)sz;
+        n++;
+    }
+    fclose(f);
+    const char *base = strrchr(path, '/');
+    run_instance(base ? base + 1 : path, b, n, effort, st);
+    free(b);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int effort = 1;
+    uint64_t seed = 1;
+    int first_csv = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--effort") && i + 1 < argc) effort = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--csv")) {
+            first_csv = i + 1;
+            break;
+        } else {
+            fprintf(stderr, "usage: %s [--effort E] [--seed S] [--csv FILE...]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (first_csv) {
+        stats st = {0};
+        header("CSV instances");
+        for (int i = first_csv; i < argc; i++) run_csv(argv[i], effort, &st);
+        summary("CSV", &st);
+        return 0;
+    }
+    ig_pack_buf *b = malloc(sizeof(ig_pack_buf) * 4096);
+    char name[64];
+    stats sg = {0}, ss = {0}, sr = {0};
+    header("MiniMalloc-style perfect instances (optimum = lower bound), effort " "(see --effort)");
+    static const int sizes[] = {154, 200, 250, 300, 350, 400, 454};
+    for (int k = 0; k < 7; k++) {
+        snprintf(name, sizeof name, "guillotine-%d-s%" PRIu64, sizes[k], seed + (uint64_t)k);
+        int32_t n = gen_guillotine(seed + (uint64_t)k, sizes[k], 1024, 1024, b);
+        run_instance(name, b, n, effort, &sg);
+    }
+    for (int k = 0; k < 7; k++) {
+        int32_t n = gen_stacked(seed + 100 + (uint64_t)k, sizes[k], 1024, 1024, b, 4096);
+        snprintf(name, sizeof name, "stacked-%d-s%" PRIu64, (int)n, seed + 100 + (uint64_t)k);
+        run_instance(name, b, n, effort, &ss);
+    }
+    summary("guillotine", &sg);
+    summary("stacked", &ss);
+    header("Random interval sets (optimum unknown)");
+    for (int k = 0; k < 8; k++) {
+        int32_t n = gen_random(seed + 200 + (uint64_t)k, 300 + 100 * k, 200 + 50 * k, b);
+        snprintf(name, sizeof name, "random-%d-s%" PRIu64, (int)n, seed + 200 + (uint64_t)k);
+        run_instance(name, b, n, effort, &sr);
+    }
+    summary("random", &sr);
+    free(b);
+    return bench_graphs(seed);
+}

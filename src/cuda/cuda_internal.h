@@ -1,0 +1,239 @@
+/*
+ * cuda_internal.h -- what the host files of the CUDA backend (the .c files of src/cuda) share. Includes the CUDA
+ * runtime, cuDNN and cuBLASLt C headers; nothing outside src/cuda includes this file (the API layer sees
+ * only cuda_backend.h, which has no CUDA types).
+ *
+ * The backend has three layers:
+ *
+ *  1. lower.c turns an inferred graph (all shapes concrete) into a device program: tensors as strided
+ *     views of buffers (so Reshape, Transpose, Slice, Split, Expand, Squeeze and constant-index Gather
+ *     cost nothing), and steps -- cuDNN convolutions with fused bias/residual/ReLU, cuBLASLt GEMMs with
+ *     bias/residual/ReLU/GELU epilogues, fused elementwise programs, softmax, layer norm, reductions,
+ *     pooling, gather. BatchNormalization after a convolution is folded into its weights.
+ *  2. weights.c converts constants (precision, KRSC filter layout, folded BN) into the engine's one
+ *     device allocation.
+ *  3. exec.c plans one arena for activations + per-step workspaces (the planner's packing core), binds
+ *     pointers, tunes cuDNN/cuBLASLt algorithms by timing, and runs the steps on a stream -- captured
+ *     into a CUDA Graph on the first run of a shape and replayed after.
+ */
+#ifndef INGOT_CUDA_INTERNAL_H
+#define INGOT_CUDA_INTERNAL_H
+
+#include "../ops/op.h"
+#include "../plan/plan.h"
+#include "cuda_backend.h"
+#include "kernels/kernels.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+/* ---- errors: one converter per library (check.c) ------------------------------------------------ */
+
+/* Turn a library code into an ingot_status + message "node 'X' (Op): call: NAME: text (file:line)".
+ * node may be NULL. Sticky device faults map to INGOT_ERR_DEVICE_FATAL, allocation failures to
+ * INGOT_ERR_DEVICE_OOM, a missing device or driver to INGOT_ERR_NO_DEVICE. INGOT_OK on success. */
+ingot_status ig__cu_status(ig_err *err, cudaError_t e, const char *call, const char *node, const char *file,
+                           int line);
+ingot_status ig__cudnn_status(ig_err *err, cudnnStatus_t s, const char *call, const char *node, const char *file,
+                              int line);
+ingot_status ig__cublas_status(ig_err *err, cublasStatus_t s, const char *call, const char *node,
+                               const char *file, int line);
+bool ig__cu_is_sticky(cudaError_t e);
+
+#define IG_CU(err, node, call) ig__cu_status((err), (call), #call, (node), __FILE__, __LINE__)
+#define IG_CUDNN(err, node, call) ig__cudnn_status((err), (call), #call, (node), __FILE__, __LINE__)
+#define IG_CUBLAS(err, node, call) ig__cublas_status((err), (call), #call, (node), __FILE__, __LINE__)
+
+/* ---- device memory: every cudaMalloc/cudaFree of the library goes through here (device.c) ------- */
+cudaError_t ig__cu_malloc(void **p, size_t bytes);
+cudaError_t ig__cu_free(void *p);
+
+/* ---- the device program (lower.c) ------------------------------------------------------------------ */
+
+typedef enum ig_cu_loc {
+    IG_LOC_ARENA = 0,  /* the context's one allocation, offset from the plan */
+    IG_LOC_WEIGHT = 1, /* the engine's weight allocation */
+    IG_LOC_INPUT = 2,  /* a graph input's bytes, where the caller (or the staging copy) put them */
+    IG_LOC_OUTPUT = 3, /* a graph output's destination */
+} ig_cu_loc;
+
+typedef struct ig_cu_buf {
+    uint8_t loc;        /* ig_cu_loc */
+    uint8_t is_const;   /* ARENA: holds constant bytes uploaded once per instance (live throughout) */
+    uint8_t is_scratch; /* ARENA: one step's workspace */
+    int32_t io;         /* INPUT/OUTPUT: graph input/output index */
+    int32_t wreq;       /* WEIGHT or constant ARENA: index into prog.wreqs */
+    size_t bytes;
+    uint64_t offset;    /* ARENA: from the plan; WEIGHT: from the engine's table */
+    int32_t first, last; /* steps using it (ARENA) */
+    int32_t alias;      /* ARENA: >= 0 when planned onto another buffer's bytes (in-place) */
+} ig_cu_buf;
+
+typedef struct ig_cu_tensor {
+    int32_t buf;
+    ingot_dtype dtype;                /* element type as stored on the device */
+    int32_t rank;
+    int64_t dims[IG_MAX_RANK];
+    int64_t strides[IG_MAX_RANK];     /* elements; 0 for broadcast dims */
+    int64_t offset;                   /* elements from the buffer's start */
+} ig_cu_tensor;
+
+/* A constant converted for the device: what to compute on the host and where it goes. */
+typedef enum ig_wkind {
+    IG_W_PLAIN = 0,   /* value's elements converted to dtype, times scale */
+    IG_W_CONV_W = 1,  /* conv filter [K, C/g, R, S], BN scale folded in; KRSC when nhwc */
+    IG_W_CONV_B = 2,  /* conv bias [K] (zeros when absent), BN folded in */
+    IG_W_BN_SCALE = 3, /* gamma / sqrt(var + eps) */
+    IG_W_BN_SHIFT = 4, /* beta - mean * gamma / sqrt(var + eps) */
+} ig_wkind;
+
+typedef struct ig_cu_wreq {
+    int32_t kind;       /* ig_wkind */
+    int32_t src;        /* PLAIN: the value; CONV_W: filter; CONV_B: bias value or -1 */
+    int32_t bn[4];      /* BN params (scale, B, mean, var) value ids, or -1 */
+    float eps;          /* BN epsilon */
+    float scale;        /* PLAIN: multiplier (1 normally) */
+    ingot_dtype dtype;  /* device element type */
+    int32_t nhwc;       /* CONV_W: KRSC layout */
+    int32_t n_out;      /* CONV_B: K (for a bias made of zeros) */
+    size_t bytes;
+    bool all_initializers; /* every source is a file initializer (shape-independent: engine-owned) */
+} ig_cu_wreq;
+
+typedef enum ig_cu_step_kind {
+    IG_ST_EW = 0, IG_ST_CONV, IG_ST_GEMM, IG_ST_SOFTMAX, IG_ST_LAYERNORM, IG_ST_REDUCE, IG_ST_POOL,
+    IG_ST_GATHER, IG_ST_FILL, IG_ST_ATTENTION, IG_ST_KIND_COUNT
+} ig_cu_step_kind;
+
+typedef struct ig_cu_ew {
+    int32_t out;                 /* tensor */
+    int32_t n_in;
+    int32_t in[IG_EW_MAX_IN];    /* tensors */
+    ig_ew_args args;             /* program, dims and strides final; pointers filled at bind */
+} ig_cu_ew;
+
+typedef struct ig_cu_conv {
+    int32_t x, w, b, z, y;       /* tensors; b, z may be -1 */
+    int32_t relu;
+    int32_t pad[2], stride[2], dil[2], group;
+    int32_t scratch;             /* buffer of the workspace (-1 none) */
+    struct ig_cu_conv_prep *prep;
+} ig_cu_conv;
+
+enum ig_gemm_epi { IG_EPI_NONE = 0, IG_EPI_RELU = 1, IG_EPI_GELU = 2 };
+
+typedef struct ig_cu_gemm {
+    int32_t a, b, bias, c, d;    /* tensors: D = epi(alpha * A B + beta * C + bias); bias, c may be -1 */
+    float alpha, beta;
+    int32_t epi;
+    /* the problem in row-major terms, from the views: D[batch][m][n] */
+    int64_t m, n, k, batch;
+    int32_t a_trans, b_trans;    /* operand stored transposed (column-major) */
+    int64_t lda, ldb, ldc, ldd;  /* leading dims of the stored matrices (elements) */
+    int64_t sa, sb, sc, sd;      /* batch strides (elements; 0 broadcast) */
+    int32_t scratch;
+    struct ig_cu_gemm_prep *prep;
+} ig_cu_gemm;
+
+typedef struct ig_cu_step {
+    int32_t kind;                /* ig_cu_step_kind */
+    int32_t node;                /* graph node id for messages; -1 for steps the lowering added */
+    const char *what;            /* "input copy", "to NHWC", ... for added steps */
+    int32_t io_patch;            /* 1: an input/output copy whose pointers change between runs */
+    union {
+        ig_cu_ew ew;
+        ig_cu_conv conv;
+        ig_cu_gemm gemm;
+        struct { int32_t x, y; ig_softmax_args args; } softmax;
+        struct { int32_t x, y, gamma, beta; ig_layernorm_args args; } ln;
+        struct { int32_t x, y; ig_reduce_args args; } reduce;
+        struct { int32_t x, y; ig_pool_args args; } pool;
+        struct { int32_t x, idx, y; ig_gather_args args; } gather;
+        struct { int32_t y; uint64_t bits; } fill;
+        struct { int32_t q, k, v, mask, o; ig_attention_args args; } attn;
+    } u;
+} ig_cu_step;
+
+typedef struct ig_cu_prog {
+    ig_arena arena;                /* every array below */
+    const ig_graph *g;
+    ingot_dtype fdt;               /* device type of float32 values (FLOAT or FLOAT16) */
+    int32_t n_bufs, cap_bufs;
+    ig_cu_buf *bufs;
+    int32_t n_tensors, cap_tensors;
+    ig_cu_tensor *tensors;
+    int32_t n_steps, cap_steps;
+    ig_cu_step *steps;
+    int32_t n_wreqs, cap_wreqs;
+    ig_cu_wreq *wreqs;
+    int32_t *val_tensor;           /* [g->n_values] the tensor holding each value (-1: none yet) */
+    int32_t *val_nhwc;             /* [g->n_values] a channels-last copy made for convolutions (-1) */
+    int32_t n_inputs, n_outputs;
+    int32_t *in_tensor;            /* [n_inputs] the caller's bytes (LOC_INPUT), -1 for folded inputs */
+    int32_t *out_tensor;           /* [n_outputs] the destination (LOC_OUTPUT) */
+    int64_t n_fused;               /* graph nodes absorbed into another step (reports) */
+} ig_cu_prog;
+
+typedef struct ig_cu_lower_options {
+    ingot_dtype precision;   /* FLOAT or FLOAT16 */
+    int nhwc;                /* convolutions channels-last (default 1) */
+    int gelu_epilogue;       /* fuse erf-GELU into cuBLASLt's GELU epilogue (tanh form; fp16 only) */
+    int attention;           /* fused attention kernel where the pattern and shapes allow */
+} ig_cu_lower_options;
+
+/* Which ops the CUDA backend can run; NULL when supported, else a reason. */
+const char *ig__cu_op_unsupported(const ig_graph *g, const ig_node *n);
+/* Lower g (shapes concrete) into *p. Fails naming the node that cannot run on the device. */
+ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu_prog *p, ig_err *err);
+void ig__cu_prog_free(ig_cu_prog *p);
+/* Node label for messages ("name (Op)" or the step's description). */
+const char *ig__cu_step_label(const ig_cu_prog *p, const ig_cu_step *s, char *buf, size_t n);
+bool ig__cu_tensor_contig(const ig_cu_tensor *t);
+size_t ig__cu_tensor_numel(const ig_cu_tensor *t);
+
+/* ---- weights (weights.c) ---------------------------------------------------------------------------- */
+/* The host bytes of a request (exactly r->bytes) into dst. */
+ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst, ig_err *err);
+bool ig__cu_wreq_same(const ig_cu_wreq *a, const ig_cu_wreq *b);
+
+typedef struct ig_cu_weights {
+    void *dev;                    /* one allocation */
+    size_t bytes;
+    int32_t n;
+    ig_cu_wreq *reqs;             /* [n] */
+    uint64_t *offsets;            /* [n] */
+} ig_cu_weights;
+
+/* Upload every engine-owned request of p (all_initializers) into one allocation. */
+ingot_status ig__cu_weights_build(const ig_graph *g, const ig_cu_prog *p, ig_cu_weights *w, ig_err *err);
+void ig__cu_weights_free(ig_cu_weights *w);
+/* Offset of request r in w, or UINT64_MAX when w does not hold it. */
+uint64_t ig__cu_weights_find(const ig_cu_weights *w, const ig_cu_wreq *r);
+
+/* ---- library steps (conv.c, gemm.c) -------------------------------------------------------------- */
+typedef struct ig_cu_libs {
+    cudnnHandle_t cudnn;
+    cublasLtHandle_t lt;
+} ig_cu_libs;
+
+/* Descriptors and the workspace candidates for a step; *ws_bytes is what it may use. */
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
+                                 size_t *ws_bytes, const char *label, ig_err *err);
+/* Time the candidates with the bound pointers (tensors and the workspace) and keep the fastest. */
+ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
+                              cudaStream_t stream, const char *label, ig_err *err);
+ingot_status ig__cu_conv_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,
+                             const char *label, ig_err *err);
+void ig__cu_conv_release(ig_cu_step *s);
+const char *ig__cu_conv_algo_name(const ig_cu_step *s);
+
+ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
+                                 size_t *ws_bytes, const char *label, ig_err *err);
+ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
+                              cudaStream_t stream, const char *label, ig_err *err);
+ingot_status ig__cu_gemm_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,
+                             const char *label, ig_err *err);
+void ig__cu_gemm_release(ig_cu_step *s);
+
+#endif /* INGOT_CUDA_INTERNAL_H */

@@ -1,0 +1,529 @@
+/*
+ * elementwise.cu -- one kernel for every elementwise computation ingot runs: single ops, fused chains
+ * (GELU's Div-Erf-Add-Mul-Mul, bias+ReLU, masks), dtype conversions, strided copies (transposes that
+ * keep the innermost dim, concatenation into slices, materialising views) and fills.
+ *
+ * The host lowers a group of ONNX nodes into a small register program (ig_ew_args.ops): LOAD input k
+ * into a register, then ops over registers and constants. Each thread runs the program on V consecutive
+ * output elements: the opcode switch is uniform across the warp, so its cost is paid once per V elements,
+ * and every register array is indexed by compile-time constants only (the switches are unrolled), so
+ * nothing lands in local memory. Values are fp32 inside the program whatever the storage type (int64
+ * for programs over integers only), so a fused chain rounds once, at the store.
+ *
+ * Memory access: when the innermost iteration dim is a multiple of V, the V elements of a thread share
+ * their outer coordinates: one index computation, then 16-byte vector loads/stores where an operand is
+ * contiguous and aligned (fp16/bf16: one uint4 per 8 values; fp32: two), a single load where it is
+ * broadcast, strided scalar loads otherwise.
+ */
+#include "kernels.h"
+#include "ingot.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define EW_BLOCK 256
+#define EW_MAX_GRID 65536
+
+/* ---- scalar conversions ---------------------------------------------------------------------- */
+
+template <typename T> __device__ __forceinline__ T load_one(const void *p, int64_t i, int dt)
+{
+    switch (dt) {
+    case INGOT_DTYPE_FLOAT: return (T)((const float *)p)[i];
+    case INGOT_DTYPE_FLOAT16: return (T)__half2float(((const __half *)p)[i]);
+    case INGOT_DTYPE_BFLOAT16: return (T)__bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case INGOT_DTYPE_DOUBLE: return (T)((const double *)p)[i];
+    case INGOT_DTYPE_INT64: return (T)((const long long *)p)[i];
+    case INGOT_DTYPE_INT32: return (T)((const int *)p)[i];
+    case INGOT_DTYPE_INT16: return (T)((const short *)p)[i];
+    case INGOT_DTYPE_INT8: return (T)((const signed char *)p)[i];
+    case INGOT_DTYPE_UINT8: return (T)((const unsigned char *)p)[i];
+    case INGOT_DTYPE_UINT16: return (T)((const unsigned short *)p)[i];
+    case INGOT_DTYPE_UINT32: return (T)((const unsigned int *)p)[i];
+    case INGOT_DTYPE_UINT64: return (T)((const unsigned long long *)p)[i];
+    case INGOT_DTYPE_BOOL: return (T)(((const unsigned char *)p)[i] != 0);
+    default: return (T)0;
+    }
+}
+
+template <typename T> __device__ __forceinline__ long long to_i64(T v) { return (long long)v; }
+template <> __device__ __forceinline__ long long to_i64<float>(float v)
+{
+    /* C casts of out-of-range or NaN floats are undefined; the hardware conversion saturates and
+     * gives 0 for NaN, which is what ONNX Runtime does on GPUs too. */
+    return __float2ll_rz(v);
+}
+
+template <typename T> __device__ __forceinline__ void store_one(void *p, int64_t i, int dt, T v)
+{
+    switch (dt) {
+    case INGOT_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case INGOT_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half_rn((float)v); break;
+    case INGOT_DTYPE_BFLOAT16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
+    case INGOT_DTYPE_DOUBLE: ((double *)p)[i] = (double)v; break;
+    case INGOT_DTYPE_INT64: ((long long *)p)[i] = to_i64(v); break;
+    case INGOT_DTYPE_INT32: ((int *)p)[i] = (int)to_i64(v); break;
+    case INGOT_DTYPE_INT16: ((short *)p)[i] = (short)to_i64(v); break;
+    case INGOT_DTYPE_INT8: ((signed char *)p)[i] = (signed char)to_i64(v); break;
+    case INGOT_DTYPE_UINT8: ((unsigned char *)p)[i] = (unsigned char)to_i64(v); break;
+    case INGOT_DTYPE_UINT16: ((unsigned short *)p)[i] = (unsigned short)to_i64(v); break;
+    case INGOT_DTYPE_UINT32: ((unsigned int *)p)[i] = (unsigned int)to_i64(v); break;
+    case INGOT_DTYPE_UINT64: ((unsigned long long *)p)[i] = (unsigned long long)to_i64(v); break;
+    case INGOT_DTYPE_BOOL: ((unsigned char *)p)[i] = v != (T)0; break;
+    default: break;
+    }
+}
+
+/* ---- V values at offset off with element stride st (st 0: broadcast) --------------------------- */
+
+template <typename T, int V>
+__device__ __forceinline__ void load_vec(const void *p, int64_t off, int64_t st, int dt, T (&o)[V])
+{
+    if (st == 0) {
+        T v = load_one<T>(p, off, dt);
+#pragma unroll
+        for (int j = 0; j < V; j++) o[j] = v;
+        return;
+    }
+    if (V == 8 && st == 1) {
+        if (dt == INGOT_DTYPE_FLOAT16 || dt == INGOT_DTYPE_BFLOAT16) {
+            const uint16_t *q = (const uint16_t *)p + off;
+            if (((uintptr_t)q & 15) == 0) {
+                uint4 u = *(const uint4 *)q;
+                const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (dt == INGOT_DTYPE_FLOAT16) {
+                        __half2 h = *(const __half2 *)&w[j];
+                        float2 f = __half22float2(h);
+                        o[2 * j] = (T)f.x;
+                        o[2 * j + 1] = (T)f.y;
+                    } else {
+                        __nv_bfloat162 h = *(const __nv_bfloat162 *)&w[j];
+                        float2 f = __bfloat1622float2(h);
+                        o[2 * j] = (T)f.x;
+                        o[2 * j + 1] = (T)f.y;
+                    }
+                }
+                return;
+            }
+        } else if (dt == INGOT_DTYPE_FLOAT) {
+            const float *q = (const float *)p + off;
+            if (((uintptr_t)q & 15) == 0) {
+                float4 a = *(const float4 *)q, b = *(const float4 *)(q + 4);
+                o[0] = (T)a.x; o[1] = (T)a.y; o[2] = (T)a.z; o[3] = (T)a.w;
+                o[4] = (T)b.x; o[5] = (T)b.y; o[6] = (T)b.z; o[7] = (T)b.w;
+                return;
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < V; j++) o[j] = load_one<T>(p, off + j * st, dt);
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_vec(void *p, int64_t off, int64_t st, int dt, const T (&v)[V])
+{
+    if (V == 8 && st == 1) {
+        if (dt == INGOT_DTYPE_FLOAT16 || dt == INGOT_DTYPE_BFLOAT16) {
+            uint16_t *q = (uint16_t *)p + off;
+            if (((uintptr_t)q & 15) == 0) {
+                uint32_t w[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (dt == INGOT_DTYPE_FLOAT16) {
+                        __half2 h = __floats2half2_rn((float)v[2 * j], (float)v[2 * j + 1]);
+                        w[j] = *(uint32_t *)&h;
+                    } else {
+                        __nv_bfloat162 h = __floats2bfloat162_rn((float)v[2 * j], (float)v[2 * j + 1]);
+                        w[j] = *(uint32_t *)&h;
+                    }
+                }
+                *(uint4 *)q = make_uint4(w[0], w[1], w[2], w[3]);
+                return;
+            }
+        } else if (dt == INGOT_DTYPE_FLOAT) {
+            float *q = (float *)p + off;
+            if (((uintptr_t)q & 15) == 0) {
+                *(float4 *)q = make_float4((float)v[0], (float)v[1], (float)v[2], (float)v[3]);
+                *(float4 *)(q + 4) = make_float4((float)v[4], (float)v[5], (float)v[6], (float)v[7]);
+                return;
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < V; j++) store_one<T>(p, off + j * st, dt, v[j]);
+}
+
+/* ---- the operations ------------------------------------------------------------------------------ */
+
+__device__ __forceinline__ float fmod_py(float x, float y)
+{
+    float m = fmodf(x, y);
+    if (y == 0.f || m != m) return m;
+    if (m != 0.f) {
+        if ((y < 0.f) != (m < 0.f)) m += y;
+    } else {
+        m = copysignf(0.f, y);
+    }
+    return m;
+}
+
+__device__ __forceinline__ long long ipow(long long x, long long e)
+{
+    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+    unsigned long long r = 1, b = (unsigned long long)x, u = (unsigned long long)e;
+    while (u) {
+        if (u & 1) r *= b;
+        b *= b;
+        u >>= 1;
+    }
+    return (long long)r;
+}
+
+/* x[j] = op(p[j], q[j], s[j]) for the V values; the switch sits outside the element loop so each case
+ * is one straight run of V operations. */
+template <int V>
+__device__ __forceinline__ void apply_f(int code, const float (&p)[V], const float (&q)[V], const float (&s)[V],
+                                        float k, float k2, float (&x)[V])
+{
+#define EW_CASE(c, expr)                                                                                \
+    case c:                                                                                             \
+        _Pragma("unroll") for (int j = 0; j < V; j++)                                                   \
+        {                                                                                               \
+            const float a = p[j], b = q[j], z = s[j];                                                   \
+            (void)b;                                                                                    \
+            (void)z;                                                                                    \
+            x[j] = (expr);                                                                              \
+        }                                                                                               \
+        break;
+    switch (code) {
+        EW_CASE(IG_EW_COPY, a)
+        EW_CASE(IG_EW_NEG, -a)
+        EW_CASE(IG_EW_ABS, fabsf(a))
+        EW_CASE(IG_EW_RECIP, 1.f / a)
+        EW_CASE(IG_EW_SQRT, sqrtf(a))
+        EW_CASE(IG_EW_EXP, expf(a))
+        EW_CASE(IG_EW_LOG, logf(a))
+        EW_CASE(IG_EW_ERF, erff(a))
+        EW_CASE(IG_EW_TANH, tanhf(a))
+        EW_CASE(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))
+        EW_CASE(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))
+        EW_CASE(IG_EW_LEAKY, a < 0.f ? a * k : a)
+        EW_CASE(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))
+        EW_CASE(IG_EW_HARDSIGMOID, fmaxf(0.f, fminf(1.f, k * a + k2)))
+        EW_CASE(IG_EW_HARDSWISH, a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f)))
+        EW_CASE(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))
+        EW_CASE(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a))))
+        EW_CASE(IG_EW_SOFTPLUS, a > 20.f ? a : log1pf(expf(a)))
+        EW_CASE(IG_EW_MISH, a * tanhf(a > 20.f ? a : log1pf(expf(a))))
+        EW_CASE(IG_EW_ISNAN, a != a ? 1.f : 0.f)
+        EW_CASE(IG_EW_NOT, a == 0.f ? 1.f : 0.f)
+        EW_CASE(IG_EW_FLOOR, floorf(a))
+        EW_CASE(IG_EW_CEIL, ceilf(a))
+        EW_CASE(IG_EW_ROUND, rintf(a))
+        EW_CASE(IG_EW_TO_F16, __half2float(__float2half_rn(a)))
+        EW_CASE(IG_EW_TO_BF16, __bfloat162float(__float2bfloat16_rn(a)))
+        EW_CASE(IG_EW_TO_INT, truncf(a))
+        EW_CASE(IG_EW_TO_BOOL, a != 0.f ? 1.f : 0.f)
+        EW_CASE(IG_EW_ADD, a + b)
+        EW_CASE(IG_EW_SUB, a - b)
+        EW_CASE(IG_EW_MUL, a * b)
+        EW_CASE(IG_EW_DIV, a / b)
+        EW_CASE(IG_EW_POW, b == 2.f ? a * a : powf(a, b))
+        EW_CASE(IG_EW_MOD, fmod_py(a, b))
+        EW_CASE(IG_EW_FMOD, fmodf(a, b))
+        EW_CASE(IG_EW_MAX, (a > b || a != a) ? a : b)
+        EW_CASE(IG_EW_MIN, (a < b || a != a) ? a : b)
+        EW_CASE(IG_EW_PRELU, a < 0.f ? a * b : a)
+        EW_CASE(IG_EW_EQ, a == b ? 1.f : 0.f)
+        EW_CASE(IG_EW_GT, a > b ? 1.f : 0.f)
+        EW_CASE(IG_EW_LT, a < b ? 1.f : 0.f)
+        EW_CASE(IG_EW_GE, a >= b ? 1.f : 0.f)
+        EW_CASE(IG_EW_LE, a <= b ? 1.f : 0.f)
+        EW_CASE(IG_EW_AND, (a != 0.f && b != 0.f) ? 1.f : 0.f)
+        EW_CASE(IG_EW_OR, (a != 0.f || b != 0.f) ? 1.f : 0.f)
+        EW_CASE(IG_EW_WHERE, a != 0.f ? b : z)
+        EW_CASE(IG_EW_MULADD, fmaf(a, b, z))
+    default:
+        _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = 0.f;
+    }
+#undef EW_CASE
+}
+
+__device__ __forceinline__ long long op_i(int code, long long x, long long y, long long z, long long k,
+                                          long long k2)
+{
+    switch (code) {
+    case IG_EW_COPY: case IG_EW_TO_INT: case IG_EW_FLOOR: case IG_EW_CEIL: case IG_EW_ROUND: return x;
+    case IG_EW_NEG: return (long long)(0ull - (unsigned long long)x);
+    case IG_EW_ABS: return x < 0 ? (long long)(0ull - (unsigned long long)x) : x;
+    case IG_EW_RELU: return x > 0 ? x : 0;
+    case IG_EW_CLIP: return x < k ? k : x > k2 ? k2 : x;
+    case IG_EW_NOT: return x == 0;
+    case IG_EW_TO_BOOL: return x != 0;
+    case IG_EW_ADD: return (long long)((unsigned long long)x + (unsigned long long)y);
+    case IG_EW_SUB: return (long long)((unsigned long long)x - (unsigned long long)y);
+    case IG_EW_MUL: return (long long)((unsigned long long)x * (unsigned long long)y);
+    case IG_EW_DIV: return y == 0 ? 0 : y == -1 ? (long long)(0ull - (unsigned long long)x) : x / y;
+    case IG_EW_MOD: {
+        if (y == 0 || y == -1) return 0;
+        long long r = x % y;
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        return r;
+    }
+    case IG_EW_FMOD: return (y == 0 || y == -1) ? 0 : x % y;
+    case IG_EW_POW: return ipow(x, y);
+    case IG_EW_MAX: return x > y ? x : y;
+    case IG_EW_MIN: return x < y ? x : y;
+    case IG_EW_PRELU: return x < 0 ? (long long)((unsigned long long)x * (unsigned long long)y) : x;
+    case IG_EW_EQ: return x == y;
+    case IG_EW_GT: return x > y;
+    case IG_EW_LT: return x < y;
+    case IG_EW_GE: return x >= y;
+    case IG_EW_LE: return x <= y;
+    case IG_EW_AND: return x != 0 && y != 0;
+    case IG_EW_OR: return x != 0 || y != 0;
+    case IG_EW_WHERE: return x != 0 ? y : z;
+    case IG_EW_MULADD: return (long long)((unsigned long long)x * (unsigned long long)y + (unsigned long long)z);
+    default: return 0;
+    }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void apply(int code, const T (&p)[V], const T (&q)[V], const T (&s)[V], double k,
+                                      double k2, T (&x)[V]);
+template <int V>
+__device__ __forceinline__ void apply(int code, const float (&p)[V], const float (&q)[V], const float (&s)[V],
+                                      double k, double k2, float (&x)[V])
+{
+    apply_f<V>(code, p, q, s, (float)k, (float)k2, x);
+}
+template <int V>
+__device__ __forceinline__ void apply(int code, const long long (&p)[V], const long long (&q)[V],
+                                      const long long (&s)[V], double k, double k2, long long (&x)[V])
+{
+#pragma unroll
+    for (int j = 0; j < V; j++) x[j] = op_i(code, p[j], q[j], s[j], (long long)k, (long long)k2);
+}
+
+/* o = register ref (or the constant); ref is warp-uniform, every index below is a constant. */
+template <typename T, int V, int NR>
+__device__ __forceinline__ void fetch(int ref, const T (&r)[NR][V], double k, T (&o)[V])
+{
+    if (ref >= NR) { /* IG_REF_K (or none) */
+        T c = (T)k;
+#pragma unroll
+        for (int j = 0; j < V; j++) o[j] = c;
+        return;
+    }
+    switch (ref) {
+#define FETCH_CASE(i)                                                                                   \
+    case i:                                                                                             \
+        if (i < NR) {                                                                                   \
+            _Pragma("unroll") for (int j = 0; j < V; j++) o[j] = r[i < NR ? i : 0][j];                  \
+        }                                                                                               \
+        break;
+        FETCH_CASE(0) FETCH_CASE(1) FETCH_CASE(2) FETCH_CASE(3) FETCH_CASE(4) FETCH_CASE(5)
+
+#undef FETCH_CASE
+    default: break;
+    }
+}
+
+template <typename T, int V, int NR>
+__device__ __forceinline__ void put(int dst, T (&r)[NR][V], const T (&v)[V])
+{
+    switch (dst) {
+#define PUT_CASE(i)                                                                                     \
+    case i:                                                                                             \
+        if (i < NR) {                                                                                   \
+            _Pragma("unroll") for (int j = 0; j < V; j++) r[i < NR ? i : 0][j] = v[j];                  \
+        }                                                                                               \
+        break;
+        PUT_CASE(0) PUT_CASE(1) PUT_CASE(2) PUT_CASE(3) PUT_CASE(4) PUT_CASE(5)
+#undef PUT_CASE
+    default: break;
+    }
+}
+
+/* Run the program on V consecutive elements whose outer coordinates are shared: input k's elements sit
+ * at off[k] + j * (its innermost stride; 0 when broadcast). */
+template <typename T, int V, int NR>
+__device__ __forceinline__ void run_program(const ig_ew_args &a, T (&r)[NR][V],
+                                            const int64_t (&off)[IG_EW_MAX_IN])
+{
+    const int last = a.rank - 1;
+    for (int i = 0; i < a.n_ops; i++) {
+        const ig_ew_op &op = a.ops[i];
+        T x[V];
+        if (op.code == IG_EW_LOAD) {
+            switch (op.a) {
+#define LOAD_CASE(kk)                                                                                   \
+    case kk:                                                                                            \
+        load_vec<T, V>(a.in[kk], off[kk], a.in_kind[kk] == 2 ? 0 : a.in_strides[kk][last], a.in_dtype[kk], \
+                       x);                                                                              \
+        break;
+                LOAD_CASE(0) LOAD_CASE(1) LOAD_CASE(2) LOAD_CASE(3) LOAD_CASE(4) LOAD_CASE(5)
+#undef LOAD_CASE
+            default:
+#pragma unroll
+                for (int j = 0; j < V; j++) x[j] = (T)0;
+            }
+        } else {
+            T p[V], q[V], s[V];
+            fetch<T, V, NR>(op.a, r, op.k, p);
+            fetch<T, V, NR>(op.b, r, op.k, q);
+            fetch<T, V, NR>(op.c, r, op.k, s);
+            apply<V>(op.code, p, q, s, op.k, op.k2, x);
+        }
+        put<T, V, NR>(op.dst, r, x);
+    }
+}
+
+/* Offsets of element e (row-major over a.dims) in every input and in the output. */
+__device__ __forceinline__ void element_offsets(const ig_ew_args &a, int64_t e, int64_t (&io)[IG_EW_MAX_IN],
+                                                int64_t &oo)
+{
+    const int last = a.rank - 1;
+#pragma unroll
+    for (int k = 0; k < IG_EW_MAX_IN; k++) io[k] = 0;
+    oo = 0;
+    if (a.rank == 1) {
+        oo = e * a.out_strides[0];
+#pragma unroll
+        for (int k = 0; k < IG_EW_MAX_IN; k++) io[k] = e * a.in_strides[k][0];
+    } else {
+        int64_t rem = e;
+#pragma unroll
+        for (int d = IG_EW_MAX_RANK - 1; d >= 0; d--) {
+            if (d > last) continue;
+            int64_t c = d ? rem % a.dims[d] : rem;
+            rem = d ? rem / a.dims[d] : 0;
+            oo += c * a.out_strides[d];
+#pragma unroll
+            for (int k = 0; k < IG_EW_MAX_IN; k++) io[k] += c * a.in_strides[k][d];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < IG_EW_MAX_IN; k++) {
+        if (a.in_kind[k] == 1) io[k] = e;
+        else if (a.in_kind[k] == 2) io[k] = 0;
+    }
+    if (a.out_contig) oo = e;
+}
+
+template <typename T, int V, int NR> __global__ void __launch_bounds__(EW_BLOCK) ew_kernel(const ig_ew_args a)
+{
+    const int64_t n_vec = (a.n + V - 1) / V;
+    const int last = a.rank - 1;
+    const bool rows_aligned = a.dims[last] % V == 0;
+    {
+        /* one group of V elements per thread, no grid-stride loop: a loop would let the compiler hoist
+         * every stride of the argument block into registers */
+        const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+        if (t >= n_vec) return;
+        const int64_t e0 = t * V;
+        int64_t off[IG_EW_MAX_IN], oo;
+        if (rows_aligned && e0 + V <= a.n) {
+            element_offsets(a, e0, off, oo);
+            T r[NR][V];
+            run_program<T, V, NR>(a, r, off);
+            T res[V];
+            fetch<T, V, NR>(a.result, r, 0.0, res);
+            store_vec<T, V>(a.out, oo, a.out_strides[last], a.out_dtype, res);
+        } else {
+            /* a row boundary inside these V elements, or the tail: one element at a time */
+            for (int j = 0; j < V && e0 + j < a.n; j++) {
+                element_offsets(a, e0 + j, off, oo);
+                T r[NR][1];
+                run_program<T, 1, NR>(a, r, off);
+                T res[1];
+                fetch<T, 1, NR>(a.result, r, 0.0, res);
+                store_one<T>(a.out, oo, a.out_dtype, res[0]);
+            }
+        }
+    }
+}
+
+/* Programs that touch only r0 and r1 run in a kernel with two registers: far fewer registers per
+ * thread, so more warps per SM and more loads in flight (most programs: copies, casts, bias+ReLU, GELU). */
+static bool ew_small(const ig_ew_args *a)
+{
+    if (a->result >= 2) return false;
+    for (int i = 0; i < a->n_ops; i++) {
+        const ig_ew_op *o = &a->ops[i];
+        if (o->dst >= 2) return false;
+        if (o->code == IG_EW_LOAD) continue;
+        if ((o->a < IG_REF_K && o->a >= 2) || (o->b < IG_REF_K && o->b >= 2) || (o->c < IG_REF_K && o->c >= 2))
+            return false;
+    }
+    return true;
+}
+
+static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block)
+{
+    int v = a->int_math ? 2 : 8;
+    int64_t n_vec = (a->n + v - 1) / v;
+    int64_t blocks = (n_vec + EW_BLOCK - 1) / EW_BLOCK;
+    if (blocks < 1) blocks = 1;
+    *grid = dim3((unsigned)blocks);
+    *block = dim3(EW_BLOCK);
+    if (a->int_math) *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
+    else if (ew_small(a)) *func = (void *)ew_kernel<float, 8, 2>;
+    else *func = (void *)ew_kernel<float, 8, IG_EW_NREG>;
+}
+
+extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
+{
+    if (a->n <= 0) return cudaSuccess;
+    void *func;
+    dim3 grid, block;
+    ew_config(a, &func, &grid, &block);
+    if (a->int_math) ew_kernel<long long, 2, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
+    else if (ew_small(a)) ew_kernel<float, 8, 2><<<grid, block, 0, s>>>(*a);
+    else ew_kernel<float, 8, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cudaKernelNodeParams *params,
+                                                 void *arg_storage, void **arg_ptrs)
+{
+    void *func;
+    dim3 grid, block;
+    ew_config(a, &func, &grid, &block);
+    memcpy(arg_storage, a, sizeof *a);
+    arg_ptrs[0] = arg_storage;
+    params->func = func;
+    params->gridDim = grid;
+    params->blockDim = block;
+    params->sharedMemBytes = 0;
+    params->kernelParams = arg_ptrs;
+    params->extra = NULL;
+    return cudaSuccess;
+}
+
+/* ---- fill ------------------------------------------------------------------------------------------ */
+
+template <typename E> __global__ void fill_kernel(E *dst, int64_t n, E v)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = v;
+}
+
+extern "C" cudaError_t ingot_cuda_fill(void *dst, int64_t n, int32_t esize, uint64_t bits, cudaStream_t s)
+{
+    if (n <= 0) return cudaSuccess;
+    if (bits == 0) return cudaMemsetAsync(dst, 0, (size_t)n * (size_t)esize, s);
+    int64_t blocks = (n + EW_BLOCK - 1) / EW_BLOCK;
+    if (blocks > EW_MAX_GRID) blocks = EW_MAX_GRID;
+    switch (esize) {
+    case 1: fill_kernel<uint8_t><<<(unsigned)blocks, EW_BLOCK, 0, s>>>((uint8_t *)dst, n, (uint8_t)bits); break;
+    case 2: fill_kernel<uint16_t><<<(unsigned)blocks, EW_BLOCK, 0, s>>>((uint16_t *)dst, n, (uint16_t)bits); break;
+    case 4: fill_kernel<uint32_t><<<(unsigned)blocks, EW_BLOCK, 0, s>>>((uint32_t *)dst, n, (uint32_t)bits); break;
+    case 8: fill_kernel<uint64_t><<<(unsigned)blocks, EW_BLOCK, 0, s>>>((uint64_t *)dst, n, bits); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}

@@ -1,0 +1,420 @@
+/*
+ * norm.cu -- row-wise kernels: Softmax / LogSoftmax, LayerNormalization, and general reductions
+ * (ReduceSum/Mean/Max/Min, ArgMax/ArgMin, GlobalAverage/MaxPool).
+ *
+ * Softmax and LayerNormalization read each row once into registers and write it once (one pass over
+ * memory): one warp per row, the row held as `EPL` values per lane (EPL a compile-time constant, so the
+ * row stays in registers), statistics through warp shuffles, arithmetic in fp32. Rows too long for
+ * registers take a block-per-row path that reads the row again instead.
+ */
+#include "kernels.h"
+#include "ingot.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <float.h>
+#include <stdint.h>
+
+#define NORM_WARPS 4 /* warps per block in the warp-per-row kernels */
+#define NORM_BLOCK 256
+
+__device__ __forceinline__ float ld(const void *p, int64_t i, int dt)
+{
+    switch (dt) {
+    case INGOT_DTYPE_FLOAT16: return __half2float(((const __half *)p)[i]);
+    case INGOT_DTYPE_BFLOAT16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case INGOT_DTYPE_DOUBLE: return (float)((const double *)p)[i];
+    case INGOT_DTYPE_INT64: return (float)((const long long *)p)[i];
+    case INGOT_DTYPE_INT32: return (float)((const int *)p)[i];
+    default: return ((const float *)p)[i];
+    }
+}
+
+__device__ __forceinline__ void st(void *p, int64_t i, int dt, float v)
+{
+    switch (dt) {
+    case INGOT_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half_rn(v); break;
+    case INGOT_DTYPE_BFLOAT16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+    case INGOT_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    default: ((float *)p)[i] = v; break;
+    }
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* ---- softmax ----------------------------------------------------------------------------------- */
+
+template <int EPL> __global__ void __launch_bounds__(NORM_WARPS * 32) softmax_warp(const ig_softmax_args a)
+{
+    const int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= a.rows) return;
+    const int64_t base = row * a.cols;
+    float v[EPL];
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        int64_t c = lane + 32 * i;
+        v[i] = c < a.cols ? ld(a.x, base + c, a.dtype) : -INFINITY;
+        m = fmaxf(m, v[i]);
+    }
+    m = warp_max(m);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        int64_t c = lane + 32 * i;
+        float e = c < a.cols ? expf(v[i] - m) : 0.f;
+        s += e;
+        if (!a.log) v[i] = e;
+    }
+    s = warp_sum(s);
+    const float inv = 1.f / s, ls = logf(s);
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        int64_t c = lane + 32 * i;
+        if (c < a.cols) st(a.y, base + c, a.dtype, a.log ? v[i] - m - ls : v[i] * inv);
+    }
+}
+
+/* Rows of any length, or softmax over a non-innermost axis: one thread per (outer, inner) line, three
+ * passes over the line. */
+__global__ void softmax_line(const ig_softmax_args a)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t lines = a.rows * a.inner;
+    if (t >= lines) return;
+    const int64_t o = t / a.inner, i = t % a.inner;
+    const int64_t base = o * a.cols * a.inner + i;
+    float m = -INFINITY;
+    for (int64_t c = 0; c < a.cols; c++) m = fmaxf(m, ld(a.x, base + c * a.inner, a.dtype));
+    float s = 0.f;
+    for (int64_t c = 0; c < a.cols; c++) s += expf(ld(a.x, base + c * a.inner, a.dtype) - m);
+    const float inv = 1.f / s, ls = logf(s);
+    for (int64_t c = 0; c < a.cols; c++) {
+        float x = ld(a.x, base + c * a.inner, a.dtype);
+        st(a.y, base + c * a.inner, a.dtype, a.log ? x - m - ls : expf(x - m) * inv);
+    }
+}
+
+/* Long contiguous rows: a block per row, block-wide reductions, the row read three times. */
+__global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_args a)
+{
+    __shared__ float red[NORM_BLOCK / 32];
+    const int64_t base = (int64_t)blockIdx.x * a.cols;
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    float m = -INFINITY;
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) m = fmaxf(m, ld(a.x, base + c, a.dtype));
+    m = warp_max(m);
+    if (lane == 0) red[wid] = m;
+    __syncthreads();
+    m = -INFINITY;
+    for (int w = 0; w < NORM_BLOCK / 32; w++) m = fmaxf(m, red[w]);
+    __syncthreads();
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) s += expf(ld(a.x, base + c, a.dtype) - m);
+    s = warp_sum(s);
+    if (lane == 0) red[wid] = s;
+    __syncthreads();
+    s = 0.f;
+    for (int w = 0; w < NORM_BLOCK / 32; w++) s += red[w];
+    const float inv = 1.f / s, ls = logf(s);
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) {
+        float x = ld(a.x, base + c, a.dtype);
+        st(a.y, base + c, a.dtype, a.log ? x - m - ls : expf(x - m) * inv);
+    }
+}
+
+extern "C" cudaError_t ingot_cuda_softmax(const ig_softmax_args *a, cudaStream_t s)
+{
+    if (a->rows <= 0 || a->cols <= 0) return cudaSuccess;
+    if (a->inner > 1) {
+        int64_t lines = a->rows * a->inner;
+        softmax_line<<<(unsigned)((lines + 255) / 256), 256, 0, s>>>(*a);
+        return cudaGetLastError();
+    }
+    const unsigned blocks = (unsigned)((a->rows + NORM_WARPS - 1) / NORM_WARPS);
+    const int64_t epl = (a->cols + 31) / 32;
+    if (epl <= 1) softmax_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 2) softmax_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 4) softmax_warp<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 8) softmax_warp<8><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 16) softmax_warp<16><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 32) softmax_warp<32><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else softmax_block<<<(unsigned)a->rows, NORM_BLOCK, 0, s>>>(*a);
+    return cudaGetLastError();
+}
+
+/* ---- layer normalisation ------------------------------------------------------------------------ */
+
+/* One warp per row; lane l holds elements l, l+32, ... (EPL of them). Two-pass variance in registers. */
+template <int EPL> __global__ void __launch_bounds__(NORM_WARPS * 32) layernorm_warp(const ig_layernorm_args a)
+{
+    const int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= a.rows) return;
+    const int64_t base = row * a.cols;
+    float v[EPL];
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        int64_t c = lane + 32 * i;
+        v[i] = c < a.cols ? ld(a.x, base + c, a.dtype) : 0.f;
+        s += v[i];
+    }
+    const float mean = warp_sum(s) / (float)a.cols;
+    float q = 0.f;
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        int64_t c = lane + 32 * i;
+        float d = c < a.cols ? v[i] - mean : 0.f;
+        q += d * d;
+    }
+    const float rstd = rsqrtf(warp_sum(q) / (float)a.cols + a.eps);
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        int64_t c = lane + 32 * i;
+        if (c >= a.cols) continue;
+        float g = ld(a.gamma, c, a.wdtype);
+        float b = a.beta ? ld(a.beta, c, a.wdtype) : 0.f;
+        st(a.y, base + c, a.dtype, (v[i] - mean) * rstd * g + b);
+    }
+}
+
+/* fp16 rows whose length is a multiple of 256: lane l holds the 8-element chunks l, l+32, ... loaded
+ * and stored as 16 bytes. CH chunks per lane at most (cols <= CH * 256). */
+template <int CH> __global__ void __launch_bounds__(NORM_WARPS * 32) layernorm_warp_h8(const ig_layernorm_args a)
+{
+    const int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= a.rows) return;
+    const int nch = (int)(a.cols / 256);
+    const __half *x = (const __half *)a.x + row * a.cols;
+    __half *y = (__half *)a.y + row * a.cols;
+    float v[CH][8];
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < CH; i++) {
+        if (i >= nch) break;
+        uint4 u = *(const uint4 *)(x + (int64_t)(lane + 32 * i) * 8);
+        const __half2 *h = (const __half2 *)&u;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float2 f = __half22float2(h[j]);
+            v[i][2 * j] = f.x;
+            v[i][2 * j + 1] = f.y;
+            s += f.x + f.y;
+        }
+    }
+    const float mean = warp_sum(s) / (float)a.cols;
+    float q = 0.f;
+#pragma unroll
+    for (int i = 0; i < CH; i++) {
+        if (i >= nch) break;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float d = v[i][j] - mean;
+            q += d * d;
+        }
+    }
+    const float rstd = rsqrtf(warp_sum(q) / (float)a.cols + a.eps);
+#pragma unroll
+    for (int i = 0; i < CH; i++) {
+        if (i >= nch) break;
+        const int64_t c0 = (int64_t)(lane + 32 * i) * 8;
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float o0 = (v[i][2 * j] - mean) * rstd * ld(a.gamma, c0 + 2 * j, a.wdtype) +
+                       (a.beta ? ld(a.beta, c0 + 2 * j, a.wdtype) : 0.f);
+            float o1 = (v[i][2 * j + 1] - mean) * rstd * ld(a.gamma, c0 + 2 * j + 1, a.wdtype) +
+                       (a.beta ? ld(a.beta, c0 + 2 * j + 1, a.wdtype) : 0.f);
+            __half2 h = __floats2half2_rn(o0, o1);
+            w[j] = *(uint32_t *)&h;
+        }
+        *(uint4 *)(y + c0) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+/* Rows too long for registers: a block per row, the row read twice (mean, variance) then written. */
+__global__ void __launch_bounds__(NORM_BLOCK) layernorm_block(const ig_layernorm_args a)
+{
+    __shared__ float red[NORM_BLOCK / 32];
+    const int64_t base = (int64_t)blockIdx.x * a.cols;
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) s += ld(a.x, base + c, a.dtype);
+    s = warp_sum(s);
+    if (lane == 0) red[wid] = s;
+    __syncthreads();
+    s = 0.f;
+    for (int w = 0; w < NORM_BLOCK / 32; w++) s += red[w];
+    const float mean = s / (float)a.cols;
+    __syncthreads();
+    float q = 0.f;
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) {
+        float d = ld(a.x, base + c, a.dtype) - mean;
+        q += d * d;
+    }
+    q = warp_sum(q);
+    if (lane == 0) red[wid] = q;
+    __syncthreads();
+    q = 0.f;
+    for (int w = 0; w < NORM_BLOCK / 32; w++) q += red[w];
+    const float rstd = rsqrtf(q / (float)a.cols + a.eps);
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) {
+        float g = ld(a.gamma, c, a.wdtype), b = a.beta ? ld(a.beta, c, a.wdtype) : 0.f;
+        st(a.y, base + c, a.dtype, (ld(a.x, base + c, a.dtype) - mean) * rstd * g + b);
+    }
+}
+
+extern "C" cudaError_t ingot_cuda_layernorm(const ig_layernorm_args *a, cudaStream_t s)
+{
+    if (a->rows <= 0 || a->cols <= 0) return cudaSuccess;
+    const unsigned blocks = (unsigned)((a->rows + NORM_WARPS - 1) / NORM_WARPS);
+    const bool aligned = ((uintptr_t)a->x % 16 == 0) && ((uintptr_t)a->y % 16 == 0);
+    if (a->dtype == INGOT_DTYPE_FLOAT16 && aligned && a->cols % 256 == 0 && a->cols <= 1024) {
+        layernorm_warp_h8<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+        return cudaGetLastError();
+    }
+    const int64_t epl = (a->cols + 31) / 32;
+    if (epl <= 1) layernorm_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 2) layernorm_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 4) layernorm_warp<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 8) layernorm_warp<8><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 16) layernorm_warp<16><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 32) layernorm_warp<32><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else layernorm_block<<<(unsigned)a->rows, NORM_BLOCK, 0, s>>>(*a);
+    return cudaGetLastError();
+}
+
+/* ---- reductions ------------------------------------------------------------------------------------ */
+
+__device__ __forceinline__ int64_t red_offset(const ig_reduce_args &a, int64_t r)
+{
+    int64_t off = 0;
+#pragma unroll
+    for (int d = IG_EW_MAX_RANK - 1; d >= 0; d--) {
+        if (d >= a.red_rank) continue;
+        int64_t c = d ? r % a.red_dims[d] : r;
+        r = d ? r / a.red_dims[d] : 0;
+        off += c * a.red_xstrides[d];
+    }
+    return off;
+}
+
+__device__ __forceinline__ int64_t out_offset(const ig_reduce_args &a, int64_t o)
+{
+    int64_t off = 0;
+#pragma unroll
+    for (int d = IG_EW_MAX_RANK - 1; d >= 0; d--) {
+        if (d >= a.out_rank) continue;
+        int64_t c = d ? o % a.out_dims[d] : o;
+        o = d ? o / a.out_dims[d] : 0;
+        off += c * a.out_xstrides[d];
+    }
+    return off;
+}
+
+struct RedAcc {
+    float v;
+    int64_t idx;
+};
+
+__device__ __forceinline__ void red_step(const ig_reduce_args &a, RedAcc &acc, float x, int64_t r)
+{
+    switch (a.kind) {
+    case IG_RED_SUM: case IG_RED_MEAN: acc.v += x; break;
+    case IG_RED_MAX: acc.v = (x > acc.v || x != x) ? x : acc.v; break;
+    case IG_RED_MIN: acc.v = (x < acc.v || x != x) ? x : acc.v; break;
+    case IG_RED_ARGMAX:
+        if (x > acc.v || (a.select_last && x == acc.v) || acc.idx < 0) { acc.v = x; acc.idx = r; }
+        break;
+    case IG_RED_ARGMIN:
+        if (x < acc.v || (a.select_last && x == acc.v) || acc.idx < 0) { acc.v = x; acc.idx = r; }
+        break;
+    }
+}
+
+__device__ __forceinline__ RedAcc red_init(const ig_reduce_args &a)
+{
+    RedAcc r;
+    r.idx = -1;
+    r.v = a.kind == IG_RED_MAX ? -INFINITY : a.kind == IG_RED_MIN ? INFINITY : 0.f;
+    return r;
+}
+
+__device__ __forceinline__ void red_merge(const ig_reduce_args &a, RedAcc &acc, RedAcc o)
+{
+    if (a.kind == IG_RED_ARGMAX || a.kind == IG_RED_ARGMIN) {
+        if (o.idx < 0) return;
+        bool better = a.kind == IG_RED_ARGMAX ? o.v > acc.v : o.v < acc.v;
+        bool tie = o.v == acc.v && (a.select_last ? o.idx > acc.idx : o.idx < acc.idx);
+        if (acc.idx < 0 || better || tie) acc = o;
+        return;
+    }
+    if (a.kind == IG_RED_SUM || a.kind == IG_RED_MEAN) acc.v += o.v;
+    else red_step(a, acc, o.v, 0);
+}
+
+__device__ __forceinline__ void red_store(const ig_reduce_args &a, int64_t o, RedAcc acc)
+{
+    if (a.kind == IG_RED_ARGMAX || a.kind == IG_RED_ARGMIN) {
+        /* the index along the reduced axis: r counts elements of the (single) reduced axis */
+        ((long long *)a.y)[o] = acc.idx < 0 ? 0 : acc.idx;
+        return;
+    }
+    float v = a.kind == IG_RED_MEAN ? acc.v / (float)a.n_red : acc.v;
+    st(a.y, o, a.y_dtype, v);
+}
+
+/* One thread per output: the reduced elements of consecutive outputs are adjacent in memory when the
+ * reduced dims are outer (NHWC global pooling), so the reads coalesce across the warp. */
+__global__ void reduce_thread(const ig_reduce_args a)
+{
+    const int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= a.n_out) return;
+    const int64_t base = out_offset(a, o);
+    RedAcc acc = red_init(a);
+    for (int64_t r = 0; r < a.n_red; r++) red_step(a, acc, ld(a.x, base + red_offset(a, r), a.x_dtype), r);
+    red_store(a, o, acc);
+}
+
+/* One warp per output: for reductions over the innermost (contiguous) dims. */
+__global__ void __launch_bounds__(NORM_WARPS * 32) reduce_warp(const ig_reduce_args a)
+{
+    const int64_t o = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (o >= a.n_out) return;
+    const int64_t base = out_offset(a, o);
+    RedAcc acc = red_init(a);
+    for (int64_t r = lane; r < a.n_red; r += 32) red_step(a, acc, ld(a.x, base + red_offset(a, r), a.x_dtype), r);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        RedAcc other;
+        other.v = __shfl_xor_sync(0xffffffffu, acc.v, off);
+        other.idx = __shfl_xor_sync(0xffffffffu, acc.idx, off);
+        red_merge(a, acc, other);
+    }
+    if (lane == 0) red_store(a, o, acc);
+}
+
+extern "C" cudaError_t ingot_cuda_reduce(const ig_reduce_args *a, cudaStream_t s)
+{
+    if (a->n_out <= 0) return cudaSuccess;
+    const bool inner = a->red_rank > 0 && a->red_xstrides[a->red_rank - 1] == 1 && a->n_red >= 32;
+    if (inner) reduce_warp<<<(unsigned)((a->n_out + NORM_WARPS - 1) / NORM_WARPS), NORM_WARPS * 32, 0, s>>>(*a);
+    else reduce_thread<<<(unsigned)((a->n_out + 255) / 256), 256, 0, s>>>(*a);
+    return cudaGetLastError();
+}

@@ -1,2 +1,0 @@
-/* reader.c -- PLACEHOLDER */
-#include "onnx.h"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets with clang (ASan + UBSan), replay every saved regression input, then
+# fuzz for a bounded time over a fresh seed corpus (gen_seeds.py + the malformed corpus).
+#
+#   tests/fuzz/run.sh [SECONDS]      (default 60; half to fuzz_load, a quarter each to fuzz_reader and
+#                                     fuzz_tensor)
+#
+# A crash, leak, UB report or timeout fails the run; libFuzzer writes the input that caused it into
+# tests/fuzz/regressions/<target>/ so it is kept, fixed, and replayed from then on.
+# FUZZ_BUILD (default build-fuzz) is the build folder; FUZZ_JOBS runs that many fuzzing processes.
+set -euo pipefail
+secs=${1:-60}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${FUZZ_BUILD:-$here/build-fuzz}
+regs=$here/tests/fuzz/regressions
+command -v clang >/dev/null || { echo "fuzz: clang is needed"; exit 1; }
+
+CC=clang cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_FUZZERS=ON \
+  -DINGOT_BUILD_TESTS=OFF -DINGOT_CUDA=OFF -DINGOT_SANITIZE_ADDRESS=ON -DINGOT_SANITIZE_UNDEFINED=ON >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor >/dev/null
+
+corpus=$build/fuzz-corpus
+rm -rf "$corpus/seeds" "$corpus/malformed"
+python3 "$here/tests/fuzz/gen_seeds.py" "$corpus/seeds"
+python3 "$here/tests/malformed/gen_malformed.py" "$corpus/malformed" >/dev/null
+mkdir -p "$corpus/load" "$corpus/reader" "$corpus/tensor" "$regs/load" "$regs/reader" "$regs/tensor"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+opts=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -print_final_stats=1)
+
+# 1. regressions: each saved input once
+for t in load reader tensor; do
+  files=$(find "$regs/$t" -type f ! -name '.*' | sort)
+  if [ -n "$files" ]; then
+    echo "fuzz: replaying $(echo "$files" | wc -l) regression inputs of fuzz_$t"
+    # shellcheck disable=SC2086
+    "$build/tests/fuzz/fuzz_$t" "${opts[@]}" $files
+  fi
+done
+
+# 2. bounded fuzzing; new interesting inputs go to $corpus/<t>, crashes to regressions/<t>/
+run() { # run TARGET SECONDS SEED_DIRS...
+  local t=$1 s=$2 rc=0; shift 2
+  [ "$s" -gt 0 ] || return 0
+  echo "fuzz: fuzz_$t for $s s"
+  set +e
+  "$build/tests/fuzz/fuzz_$t" "${opts[@]}" -max_total_time="$s" -artifact_prefix="$regs/$t/" \
+    ${FUZZ_JOBS:+-jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS} -dict="$here/tests/fuzz/onnx.dict" \
+    "$corpus/$t" "$@" >"$build/fuzz_$t.log" 2>&1
+  rc=$?
+  set -e
+  # the summary, and everything about a failure
+  grep -E '^(#[0-9]+ +DONE|stat::|INFO: seed corpus)' "$build/fuzz_$t.log" || true
+  if [ "$rc" -ne 0 ]; then
+    grep -vE '^(#[0-9]+|INFO:|MS:|NEW_FUNC|\s*$)' "$build/fuzz_$t.log" | head -60
+    echo "fuzz: fuzz_$t FAILED (exit $rc); the input is in $regs/$t/ (full log: $build/fuzz_$t.log)"
+  fi
+  return "$rc"
+}
+run load $((secs / 2)) "$corpus/seeds/load" "$corpus/malformed"
+run reader $((secs / 4)) "$corpus/seeds/load" "$corpus/malformed"
+run tensor $((secs - secs / 2 - secs / 4)) "$corpus/seeds/tensor"
+echo "fuzz: done, no crashes"

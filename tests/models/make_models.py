@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Build small ONNX models shaped like real exports, with seeded random weights (no downloads, no torch).
+
+    make_models.py OUT [--only NAME,...] [--resnet50]
+
+writes OUT/<name>.onnx for:
+  resnet_mini         stem Conv7x7/BN/Relu, MaxPool, 3 stages of bottleneck blocks with projection
+                      shortcuts and residual Add, GlobalAveragePool, Flatten, Gemm      [batch,3,64,64]
+  mobilenetv2_mini    Conv+Clip(0,6) (min/max as inputs), inverted residuals with depthwise convs
+                      (group = channels), Reshape head built from Shape like torch.flatten exports
+  efficientnet_block  MBConv blocks: expand/depthwise with BN, SiLU (x*Sigmoid(x)) and HardSwish,
+                      squeeze-excitation GlobalAveragePool->Conv->act->Conv->Sigmoid->Mul, residual
+  seg_head            encoder convs, Resize x2 (scales, linear), Resize to sizes computed by a
+                      Shape->Slice->Concat chain, Resize x4 (nearest, asymmetric/floor), Concat skips
+  bert_mini           2-layer BERT encoder (hidden 128, 4 heads, seq 32): Gather embeddings, position ids
+                      sliced by Shape, LayerNormalization, MatMul+Add projections, Shape->Gather->
+                      Unsqueeze->Concat->Reshape to heads, Transpose, MatMul/Div/Softmax attention,
+                      masks as PyTorch exports them (Unsqueeze/Cast/Sub-from-1/Mul by float min; and
+                      Equal+Where(-inf) with an IsNaN guard after Softmax, Expand), Erf GELU, a final
+                      LayerNorm and a Tanh pooler                                   [batch,32] int64
+and, with --resnet50 (or --only resnet50), the full-size fixed-shape ResNet-50 v1.5 (224x224, BN
+folded into the convs as torch.onnx exports with constant folding) for the FLOPs check.
+
+Every model is opset 17 and (except resnet50) has a symbolic leading "batch" dim on its inputs.
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+SEED = 20240607
+
+
+class Builder:
+    """A graph under construction: unique names, initializers, and helpers that emit export-like nodes."""
+
+    def __init__(self, name, seed=SEED):
+        self.name = name
+        self.nodes, self.inits, self.inputs, self.outputs = [], [], [], []
+        self.rng = np.random.default_rng(seed)
+        self.counter = {}
+
+    def uniq(self, base):
+        k = self.counter.get(base, 0)
+        self.counter[base] = k + 1
+        return f"{base}_{k}" if k else base
+
+    def init(self, base, arr):
+        name = self.uniq(base)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def const_i64(self, base, vals):
+        return self.init(base, np.asarray(vals, dtype=np.int64))
+
+    def const_f32(self, base, vals):
+        return self.init(base, np.asarray(vals, dtype=np.float32))
+
+    def node(self, op, inputs, n_out=1, name=None, **attrs):
+        name = self.uniq(name or op)
+        outs = [f"{name}_out{i}" if n_out > 1 else f"{name}_out" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=name, **attrs))
+        return outs if n_out > 1 else outs[0]
+
+    def input(self, name, dtype, shape):
+        self.inputs.append(helper.make_tensor_value_info(name, dtype, shape))
+        return name
+
+    def output(self, tensor, name, dtype, shape):
+        """Make `tensor` a graph output called `name` (renamed in place, as exporters name outputs)."""
+        for n in self.nodes:
+            for lst in (n.input, n.output):
+                for i, t in enumerate(lst):
+                    if t == tensor:
+                        lst[i] = name
+        self.outputs.append(helper.make_tensor_value_info(name, dtype, shape))
+        return name
+
+    def model(self):
+        g = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="ingot-tests", producer_version="1")
+        m.ir_version = 8
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+    # ---- layers -----------------------------------------------------------------------------------------
+    def conv(self, x, c_in, c_out, k, stride=1, group=1, bias=True, name="conv"):
+        fan_in = c_in // group * k * k
+        w = self.rng.standard_normal((c_out, c_in // group, k, k)).astype(np.float32) * math.sqrt(2.0 / fan_in)
+        ins = [x, self.init(name + ".weight", w)]
+        if bias:
+            ins.append(self.init(name + ".bias", self.rng.standard_normal(c_out).astype(np.float32) * 0.05))
+        p = k // 2
+        return self.node("Conv", ins, name=name, kernel_shape=[k, k], strides=[stride, stride],
+                         pads=[p, p, p, p], group=group, dilations=[1, 1])
+
+    def bn(self, x, c, name="bn"):
+        r = self.rng
+        scale = r.uniform(0.5, 1.5, c).astype(np.float32)
+        bias = (r.standard_normal(c) * 0.1).astype(np.float32)
+        mean = (r.standard_normal(c) * 0.1).astype(np.float32)
+        var = r.uniform(0.5, 1.5, c).astype(np.float32)
+        return self.node("BatchNormalization",
+                         [x, self.init(name + ".weight", scale), self.init(name + ".bias", bias),
+                          self.init(name + ".running_mean", mean), self.init(name + ".running_var", var)],
+                         name=name, epsilon=1e-5, momentum=0.9)
+
+    def relu6(self, x):
+        # torch.nn.ReLU6 exports as Clip with min/max inputs (opset >= 11)
+        return self.node("Clip", [x, self.const_f32("clip_min", 0.0), self.const_f32("clip_max", 6.0)])
+
+    def linear(self, x, n_in, n_out, name="fc", std=None):
+        std = std if std is not None else 1.0 / math.sqrt(n_in)
+        w = self.init(name + ".weight", (self.rng.standard_normal((n_in, n_out)) * std).astype(np.float32))
+        b = self.init(name + ".bias", (self.rng.standard_normal(n_out) * 0.02).astype(np.float32))
+        return self.node("Add", [self.node("MatMul", [x, w], name=name + "/MatMul"), b], name=name + "/Add")
+
+    def gemm_head(self, x, n_in, n_out, name="fc"):
+        w = (self.rng.standard_normal((n_out, n_in)) / math.sqrt(n_in)).astype(np.float32)
+        b = (self.rng.standard_normal(n_out) * 0.02).astype(np.float32)
+        return self.node("Gemm", [x, self.init(name + ".weight", w), self.init(name + ".bias", b)], name=name,
+                         alpha=1.0, beta=1.0, transB=1)
+
+    def layer_norm(self, x, c, name="LayerNorm"):
+        g = self.init(name + ".weight", self.rng.uniform(0.8, 1.2, c).astype(np.float32))
+        b = self.init(name + ".bias", (self.rng.standard_normal(c) * 0.02).astype(np.float32))
+        return self.node("LayerNormalization", [x, g, b], name=name, axis=-1, epsilon=1e-12)
+
+    def dim(self, x, axis):
+        """Shape(x) -> Gather(axis) -> Unsqueeze: the 1-element int64 vector PyTorch exports for x.size(axis)."""
+        s = self.node("Shape", [x])
+        d = self.node("Gather", [s, self.const_i64("axis", axis)], axis=0)
+        return self.node("Unsqueeze", [d, self.const_i64("unsq_axes", [0])])
+
+
+# ---- models -------------------------------------------------------------------------------------------------
+
+def resnet_mini():
+    b = Builder("resnet_mini")
+    x = b.input("input", TensorProto.FLOAT, ["batch", 3, 64, 64])
+    h = b.node("Relu", [b.bn(b.conv(x, 3, 16, 7, 2, bias=False, name="conv1"), 16, "bn1")])
+    h = b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c_in = 16
+    for si, (planes, blocks, stride) in enumerate([(8, 2, 1), (16, 2, 2), (32, 2, 2)]):
+        for bi in range(blocks):
+            s = stride if bi == 0 else 1
+            pre = f"layer{si + 1}.{bi}"
+            y = b.node("Relu", [b.bn(b.conv(h, c_in, planes, 1, bias=False, name=pre + ".conv1"), planes,
+                                     pre + ".bn1")])
+            y = b.node("Relu", [b.bn(b.conv(y, planes, planes, 3, s, bias=False, name=pre + ".conv2"), planes,
+                                     pre + ".bn2")])
+            y = b.bn(b.conv(y, planes, planes * 4, 1, bias=False, name=pre + ".conv3"), planes * 4, pre + ".bn3")
+            sc = h
+            if s != 1 or c_in != planes * 4:
+                sc = b.bn(b.conv(h, c_in, planes * 4, 1, s, bias=False, name=pre + ".downsample.0"), planes * 4,
+                          pre + ".downsample.1")
+            h = b.node("Relu", [b.node("Add", [y, sc])])
+            c_in = planes * 4
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h])], axis=1)
+    b.output(b.gemm_head(h, c_in, 10), "logits", TensorProto.FLOAT, ["batch", 10])
+    return b.model()
+
+
+def mobilenetv2_mini():
+    b = Builder("mobilenetv2_mini")
+    x = b.input("input", TensorProto.FLOAT, ["batch", 3, 64, 64])
+    h = b.relu6(b.conv(x, 3, 16, 3, 2, name="features.0"))
+    c = 16
+    for i, (t, c_out, n, s) in enumerate([(1, 16, 1, 1), (4, 24, 2, 2), (4, 32, 2, 2), (4, 48, 1, 1)]):
+        for j in range(n):
+            stride = s if j == 0 else 1
+            pre = f"features.{i + 1}.{j}"
+            hid = c * t
+            y = h
+            if t != 1:
+                y = b.relu6(b.conv(y, c, hid, 1, name=pre + ".expand"))
+            y = b.relu6(b.conv(y, hid, hid, 3, stride, group=hid, name=pre + ".dw"))
+            y = b.conv(y, hid, c_out, 1, name=pre + ".project")
+            h = b.node("Add", [h, y]) if stride == 1 and c == c_out else y
+            c = c_out
+    h = b.relu6(b.conv(h, c, 128, 1, name="features.last"))
+    h = b.node("GlobalAveragePool", [h])
+    # torch.flatten(x, 1) in older exporters: Reshape(x, Concat(Shape(x)[0], [-1]))
+    shape = b.node("Concat", [b.dim(h, 0), b.const_i64("minus1", [-1])], axis=0)
+    h = b.node("Reshape", [h, shape])
+    b.output(b.gemm_head(h, 128, 10, "classifier"), "logits", TensorProto.FLOAT, ["batch", 10])
+    return b.model()
+
+
+def efficientnet_block():
+    b = Builder("efficientnet_block")
+    x = b.input("input", TensorProto.FLOAT, ["batch", 16, 32, 32])
+    h = x
+    for i, act in enumerate(["silu", "hardswish"]):
+        pre = f"blocks.{i}"
+
+        def activate(v):
+            if act == "silu":
+                return b.node("Mul", [v, b.node("Sigmoid", [v])])
+            return b.node("HardSwish", [v])
+
+        y = activate(b.bn(b.conv(h, 16, 64, 1, bias=False, name=pre + ".expand"), 64, pre + ".bn0"))
+        y = activate(b.bn(b.conv(y, 64, 64, 3, group=64, bias=False, name=pre + ".dw"), 64, pre + ".bn1"))
+        # squeeze-excitation
+        s = b.node("GlobalAveragePool", [y])
+        s = b.conv(s, 64, 16, 1, name=pre + ".se.reduce")
+        s = activate(s)
+        s = b.node("Sigmoid", [b.conv(s, 16, 64, 1, name=pre + ".se.expand")])
+        y = b.node("Mul", [y, s])
+        y = b.bn(b.conv(y, 64, 16, 1, bias=False, name=pre + ".project"), 16, pre + ".bn2")
+        h = b.node("Add", [y, h])
+    h = b.output(h, "features", TensorProto.FLOAT, ["batch", 16, 32, 32])
+    pooled = b.node("Flatten", [b.node("GlobalAveragePool", [b.node("HardSwish", [h])])], axis=1)
+    b.output(b.gemm_head(pooled, 16, 8), "logits", TensorProto.FLOAT, ["batch", 8])
+    return b.model()
+
+
+def seg_head():
+    b = Builder("seg_head")
+    n_cls = 5
+    x = b.input("input", TensorProto.FLOAT, ["batch", 3, 64, 64])
+    f1 = b.node("Relu", [b.conv(x, 3, 16, 3, 2, name="enc1")])    # 32x32
+    f2 = b.node("Relu", [b.conv(f1, 16, 32, 3, 2, name="enc2")])  # 16x16
+    f3 = b.node("Relu", [b.conv(f2, 32, 32, 3, 2, name="enc3")])  # 8x8
+    empty_roi = b.const_f32("roi", np.zeros(0, np.float32))
+    # x2 with scales, bilinear (F.interpolate(scale_factor=2, mode="bilinear", align_corners=False))
+    up = b.node("Resize", [f3, empty_roi, b.const_f32("scales", [1, 1, 2, 2])], mode="linear",
+                coordinate_transformation_mode="pytorch_half_pixel")
+    d2 = b.node("Relu", [b.conv(b.node("Concat", [up, f2], axis=1), 64, 32, 3, name="dec2")])  # 16x16
+    # to f1's size with sizes built from shapes (F.interpolate(size=f1.shape[2:]))
+    sizes = b.node("Concat", [b.node("Slice", [b.node("Shape", [d2]), b.const_i64("s0", [0]),
+                                              b.const_i64("s2", [2])]),
+                              b.node("Slice", [b.node("Shape", [f1]), b.const_i64("s2b", [2]),
+                                              b.const_i64("s4", [4])])], axis=0)
+    up = b.node("Resize", [d2, empty_roi, "", sizes], mode="linear", coordinate_transformation_mode="half_pixel")
+    d1 = b.node("Relu", [b.conv(b.node("Concat", [up, f1], axis=1), 48, 16, 3, name="dec1")])  # 32x32
+    logits = b.conv(d1, 16, n_cls, 1, name="cls")
+    main = b.node("Resize", [logits, empty_roi, b.const_f32("scales2", [1, 1, 2, 2])], mode="linear",
+                  coordinate_transformation_mode="align_corners")
+    b.output(main, "masks", TensorProto.FLOAT, ["batch", n_cls, 64, 64])
+    aux = b.conv(d2, 32, n_cls, 1, name="aux")
+    aux = b.node("Resize", [aux, empty_roi, b.const_f32("scales4", [1, 1, 4, 4])], mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    b.output(aux, "aux_masks", TensorProto.FLOAT, ["batch", n_cls, 64, 64])
+    return b.model()
+
+
+def bert_mini(layers=2, hidden=128, heads=4, seq=32, vocab=1000, ffn=512, max_pos=64):
+    b = Builder("bert_mini")
+    hd = hidden // heads
+    ids = b.input("input_ids", TensorProto.INT64, ["batch", seq])
+    mask = b.input("attention_mask", TensorProto.INT64, ["batch", seq])
+    std = 0.02
+    rnd = lambda *s: (b.rng.standard_normal(s) * std).astype(np.float32)  # noqa: E731
+    # embeddings: word + position (position_ids buffer sliced to the sequence length) + token type
+    word = b.node("Gather", [b.init("embeddings.word_embeddings.weight", rnd(vocab, hidden)), ids], axis=0)
+    pos_buf = b.init("embeddings.position_ids", np.arange(max_pos, dtype=np.int64)[None, :])
+    pos_ids = b.node("Slice", [pos_buf, b.const_i64("zero", [0]), b.dim(ids, 1), b.const_i64("one", [1])])
+    pos = b.node("Gather", [b.init("embeddings.position_embeddings.weight", rnd(max_pos, hidden)), pos_ids],
+                 axis=0)
+    tt_ids = b.node("ConstantOfShape", [b.node("Shape", [ids])],
+                    value=numpy_helper.from_array(np.zeros(1, np.int64)))
+    tt = b.node("Gather", [b.init("embeddings.token_type_embeddings.weight", rnd(2, hidden)), tt_ids], axis=0)
+    h = b.node("Add", [b.node("Add", [word, tt]), pos])
+    h = b.layer_norm(h, hidden, "embeddings.LayerNorm")
+
+    # additive mask, as get_extended_attention_mask exports: (1 - mask[:, None, None, :]) * finfo.min
+    m4 = b.node("Unsqueeze", [mask, b.const_i64("axes12", [1, 2])])
+    mf = b.node("Cast", [m4], to=TensorProto.FLOAT)
+    add_mask = b.node("Mul", [b.node("Sub", [b.const_f32("one_f", 1.0), mf]),
+                              b.const_f32("fmin", np.finfo(np.float32).min)])
+    # boolean mask, as SDPA-style exports: Expand(mask == 0) to [batch, heads, seq, seq], Where(-inf)
+    exp_shape = b.node("Concat", [b.dim(ids, 0), b.const_i64("heads", [heads]), b.dim(ids, 1), b.dim(ids, 1)],
+                       axis=0)
+    bool_mask = b.node("Expand", [b.node("Equal", [m4, b.const_i64("zero_i", 0)]), exp_shape])
+
+    scale = b.const_f32("sqrt_hd", math.sqrt(hd))
+    for li in range(layers):
+        pre = f"encoder.layer.{li}"
+
+        def heads_view(t, perm):
+            # x.view(x.size(0), x.size(1), heads, hd).permute(...)
+            shp = b.node("Concat", [b.dim(t, 0), b.dim(t, 1), b.const_i64("nh", [heads]), b.const_i64("hd", [hd])],
+                         axis=0)
+            return b.node("Transpose", [b.node("Reshape", [t, shp])], perm=perm)
+
+        q = heads_view(b.linear(h, hidden, hidden, pre + ".attention.self.query", std), [0, 2, 1, 3])
+        k = heads_view(b.linear(h, hidden, hidden, pre + ".attention.self.key", std), [0, 2, 3, 1])
+        v = heads_view(b.linear(h, hidden, hidden, pre + ".attention.self.value", std), [0, 2, 1, 3])
+        scores = b.node("Div", [b.node("MatMul", [q, k]), scale])
+        if li % 2 == 0:
+            probs = b.node("Softmax", [b.node("Add", [scores, add_mask])], axis=-1)
+        else:
+            neg_inf = b.const_f32("neg_inf", -np.inf)
+            probs = b.node("Softmax", [b.node("Where", [bool_mask, neg_inf, scores])], axis=-1)
+            # fully masked rows give NaN: zero them (the IsNaN guard exporters emit)
+            probs = b.node("Where", [b.node("IsNaN", [probs]), b.const_f32("zero_f", 0.0), probs])
+        ctx = b.node("Transpose", [b.node("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        shp = b.node("Concat", [b.dim(ctx, 0), b.dim(ctx, 1), b.const_i64("hid", [hidden])], axis=0)
+        ctx = b.node("Reshape", [ctx, shp])
+        attn = b.linear(ctx, hidden, hidden, pre + ".attention.output.dense", std)
+        h = b.layer_norm(b.node("Add", [attn, h]), hidden, pre + ".attention.output.LayerNorm")
+        # FFN with erf GELU: x * 0.5 * (1 + erf(x / sqrt(2)))
+        f = b.linear(h, hidden, ffn, pre + ".intermediate.dense", std)
+        g = b.node("Add", [b.node("Erf", [b.node("Div", [f, b.const_f32("sqrt2", math.sqrt(2.0))])]),
+                           b.const_f32("one_g", 1.0)])
+        f = b.node("Mul", [b.node("Mul", [f, g]), b.const_f32("half", 0.5)])
+        f = b.linear(f, ffn, hidden, pre + ".output.dense", std)
+        h = b.layer_norm(b.node("Add", [f, h]), hidden, pre + ".output.LayerNorm")
+    h = b.layer_norm(h, hidden, "final_layer_norm")
+    h = b.output(h, "last_hidden_state", TensorProto.FLOAT, ["batch", seq, hidden])
+    cls = b.node("Gather", [h, b.const_i64("cls_idx", 0)], axis=1)
+    pooled = b.node("Tanh", [b.linear(cls, hidden, hidden, "pooler.dense", 0.05)])
+    b.output(pooled, "pooler_output", TensorProto.FLOAT, ["batch", hidden])
+    return b.model()
+
+
+def resnet50():
+    """ResNet-50 v1.5 (stride 2 on the 3x3 conv of each downsampling bottleneck) at 1x3x224x224, BN folded
+    into conv biases. 4.09 GMAC of convolutions + 2 MMAC of the classifier: 8.2 GFLOP."""
+    b = Builder("resnet50")
+    x = b.input("input", TensorProto.FLOAT, [1, 3, 224, 224])
+    h = b.node("Relu", [b.conv(x, 3, 64, 7, 2, name="conv1")])
+    h = b.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c_in = 64
+    for si, (planes, blocks, stride) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]):
+        for bi in range(blocks):
+            s = stride if bi == 0 else 1
+            pre = f"layer{si + 1}.{bi}"
+            y = b.node("Relu", [b.conv(h, c_in, planes, 1, name=pre + ".conv1")])
+            y = b.node("Relu", [b.conv(y, planes, planes, 3, s, name=pre + ".conv2")])
+            y = b.conv(y, planes, planes * 4, 1, name=pre + ".conv3")
+            sc = h if bi > 0 else b.conv(h, c_in, planes * 4, 1, s, name=pre + ".downsample")
+            h = b.node("Relu", [b.node("Add", [y, sc])])
+            c_in = planes * 4
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h])], axis=1)
+    b.output(b.gemm_head(h, 2048, 1000), "logits", TensorProto.FLOAT, [1, 1000])
+    return b.model()
+
+
+MODELS = {
+    "resnet_mini": resnet_mini,
+    "mobilenetv2_mini": mobilenetv2_mini,
+    "efficientnet_block": efficientnet_block,
+    "seg_head": seg_head,
+    "bert_mini": bert_mini,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--resnet50", action="store_true", help="also build the full-size resnet50")
+    args = ap.parse_args()
+    builders = dict(MODELS, resnet50=resnet50)
+    names = args.only.split(",") if args.only else list(MODELS) + (["resnet50"] if args.resnet50 else [])
+    os.makedirs(args.out, exist_ok=True)
+    for n in names:
+        if n not in builders:
+            sys.exit(f"make_models: unknown model {n} (have: {', '.join(builders)})")
+        path = os.path.join(args.out, n + ".onnx")
+        m = builders[n]()
+        onnx.save(m, path)
+        params = sum(int(np.prod(t.dims)) for t in m.graph.initializer)
+        print(f"make_models: {path}: {len(m.graph.node)} nodes, {params} params")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

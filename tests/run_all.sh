@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Every check of ingot's test infrastructure, in one command:
+#   build (cmake, if needed) -> generate ONNX test data and the export-shaped models into BUILD/tests/
+#   -> unit tests (ctest) -> ONNX conformance (ingot-conformance) -> shape inference vs onnx
+#   (check_shapes.py) -> ResNet-50 FLOPs (check_flops.py) -> whole models vs ONNX Runtime (check_models.py)
+# and ends with each step's summary line. Exit status 0 only when every step passed.
+#
+#   tests/run_all.sh [BUILD_DIR] [--no-build] [--no-unit] [--only STEP,...] [-j N]
+#   STEP: unit conformance shapes flops models.   BUILD_DIR defaults to build/.
+# Needs python3 with onnx==1.23.1, onnxruntime, numpy (scripts/setup.sh installs them).
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=$repo/build
+do_build=1 do_unit=1 only="" jobs=2
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) build=$2; shift ;;
+    --no-build) do_build=0 ;;
+    --no-unit) do_unit=0 ;;
+    --only) only=$2; shift ;;
+    -j) jobs=$2; shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -*) echo "run_all: unknown option $1" >&2; exit 2 ;;
+    *) build=$1 ;;
+  esac
+  shift
+done
+build=$(mkdir -p "$build" && cd "$build" && pwd)
+data=$build/tests/data
+models=$build/tests/models
+logs=$build/tests/logs
+mkdir -p "$data" "$models" "$logs"
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+t_all=$SECONDS
+summary=()
+failed=0
+# step NAME COMMAND...: run with output shown and logged; remember its last line as the summary
+step() {
+  local name=$1; shift
+  local t0=$SECONDS log=$logs/$name.log rc
+  echo "=== $name: $*"
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  local last
+  last=$(grep -E "passed|failed" "$log" | tail -n 1)
+  [ -n "$last" ] || last=$(grep -v "^[[:space:]]*$" "$log" | tail -n 1)
+  [ $rc -eq 0 ] || failed=$((failed + 1))
+  summary+=("$(printf '%-12s %-5s %4ss  %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" $((SECONDS - t0)) "$last")")
+  return $rc
+}
+
+if [ $do_build -eq 1 ]; then
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
+  fi
+  cmake --build "$build" -j"$jobs" 2>&1 | grep -E 'error|warning|Error' ; true
+fi
+for bin in ingot ingot-conformance; do
+  if [ ! -x "$build/$bin" ]; then
+    echo "run_all: $build/$bin is missing (build failed? is tools/conformance added to CMake?)" >&2
+    exit 1
+  fi
+done
+python3 -c 'import onnx, onnxruntime, numpy' 2>/dev/null || {
+  echo "run_all: python3 needs onnx, onnxruntime and numpy (scripts/setup.sh, or pip install -r tests/requirements.txt)" >&2
+  exit 1
+}
+
+# test data: regenerated only when onnx, the op list or the generators change
+python3 "$repo/tests/conformance/gen_node_tests.py" "$data" || exit 1
+if [ ! -f "$models/.stamp" ] || [ "$repo/tests/models/make_models.py" -nt "$models/.stamp" ]; then
+  python3 "$repo/tests/models/make_models.py" "$models" --resnet50 >/dev/null && touch "$models/.stamp" || exit 1
+fi
+
+export INGOT="$build/ingot"
+if [ $do_unit -eq 1 ] && want unit; then
+  step unit ctest --test-dir "$build" --output-on-failure -j"$jobs"
+fi
+if want conformance; then
+  step conformance "$build/ingot-conformance" "$data" --manifest "$repo/tests/conformance/manifest.txt" \
+    -j "$jobs" --threads 1 --timeout 120 --min-pass 500
+fi
+if want shapes; then
+  step shapes python3 "$repo/tests/conformance/check_shapes.py" --ingot "$build/ingot" --tests "$data" \
+    --models "$models" -j "$jobs"
+fi
+if want flops; then
+  step flops python3 "$repo/tests/models/check_flops.py" --ingot "$build/ingot" --model "$models/resnet50.onnx"
+fi
+if want models; then
+  step models python3 "$repo/tests/models/check_models.py" --ingot "$build/ingot" --models "$models"
+fi
+
+echo
+echo "=== run_all summary ($((SECONDS - t_all)) s; logs in $logs)"
+for s in "${summary[@]}"; do echo "$s"; done
+echo "run_all: ${#summary[@]} steps, $((${#summary[@]} - failed)) passed, $failed failed"
+[ $failed -eq 0 ]
