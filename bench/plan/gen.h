@@ -20,15 +20,15 @@
 
 #include "plan/plan.h"
 
-static uint64_t gen_rand(uint64_t *s)
+static inline uint64_t gen_rand(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-static uint32_t gen_below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(gen_rand(s) % n) : 0; }
-static double gen_unit(uint64_t *s) { return (double)(gen_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
+static inline uint32_t gen_below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(gen_rand(s) % n) : 0; }
+static inline double gen_unit(uint64_t *s) { return (double)(gen_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 typedef struct gen_rect {
     int32_t t0, t1; /* grid units, half-open */
@@ -37,7 +37,7 @@ typedef struct gen_rect {
 
 /* Guillotine cuts of a units x units square into n pieces; grid unit `unit` bytes (and steps).
  * Returns the number of buffers written to out (n). */
-static int32_t gen_guillotine(uint64_t seed, int32_t n, int32_t units, int32_t unit, ig_pack_buf *out)
+static inline int32_t gen_guillotine(uint64_t seed, int32_t n, int32_t units, int32_t unit, ig_pack_buf *out)
 {
     uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
     gen_rect *r = malloc(sizeof(gen_rect) * (size_t)n);
@@ -89,7 +89,7 @@ static int32_t gen_guillotine(uint64_t seed, int32_t n, int32_t units, int32_t u
 /* Guillotine pieces with about `holes` percent of them removed: the real instances' mix of tight
  * and slack steps (MiniMalloc's instance A is full at 6 of its 71 segments, 79% full at the
  * emptiest). The optimum is at most the full capacity, the lower bound often equals it. */
-static int32_t gen_holes(uint64_t seed, int32_t n, int32_t units, int32_t unit, int32_t holes, ig_pack_buf *out)
+static inline int32_t gen_holes(uint64_t seed, int32_t n, int32_t units, int32_t unit, int32_t holes, ig_pack_buf *out)
 {
     int32_t k = gen_guillotine(seed, n, units, unit, out), w = 0;
     uint64_t s = seed * 0x632be59bd9b4e019ull + 11;
@@ -100,7 +100,7 @@ static int32_t gen_holes(uint64_t seed, int32_t n, int32_t units, int32_t unit, 
 
 /* Rectangles dropped on random flat stretches of a skyline over `units` time units until it reaches
  * `units` everywhere; about n pieces. out must hold 4 * n entries. */
-static int32_t gen_stacked(uint64_t seed, int32_t n, int32_t units, int32_t unit, ig_pack_buf *out, int32_t cap)
+static inline int32_t gen_stacked(uint64_t seed, int32_t n, int32_t units, int32_t unit, ig_pack_buf *out, int32_t cap)
 {
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
     int32_t *h = calloc((size_t)units, sizeof(int32_t));
@@ -150,7 +150,7 @@ static int32_t gen_stacked(uint64_t seed, int32_t n, int32_t units, int32_t unit
 
 /* n buffers over `steps` steps: lifetimes mostly short with a few long ones, sizes log-uniform over
  * 256 B .. 16 MiB. */
-static int32_t gen_random(uint64_t seed, int32_t n, int32_t steps, ig_pack_buf *out)
+static inline int32_t gen_random(uint64_t seed, int32_t n, int32_t steps, ig_pack_buf *out)
 {
     uint64_t s = seed * 0xd1342543de82ef95ull + 3;
     for (int32_t i = 0; i < n; i++) {

@@ -5,7 +5,7 @@
 set -e
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build-plan-rel}
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DINGOT_CUDA=OFF >/dev/null
 cmake --build "$build" --target ingot_plan -j2 >/dev/null
 cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$root/include" -I"$root/src" -I"$root/bench/plan" \
    "$root/bench/plan/plan_bench.c" -o "$build/plan_bench" \

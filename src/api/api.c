@@ -361,8 +361,21 @@ ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_b
                         opts->struct_size, sizeof o);
         o = *opts;
     }
-    if (o.backend == INGOT_BACKEND_CUDA)
-        return fail(rt, INGOT_ERR_NO_DEVICE, "this build of ingot has no CUDA backend; use the CPU backend");
+    if (o.backend == INGOT_BACKEND_CUDA || o.backend == INGOT_BACKEND_AUTO) { /* CUDA dispatch: api_cuda.c */
+        ingot_engine *ce = ig__calloc(1, sizeof *ce);
+        if (!ce) return fail(rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        *ce = (ingot_engine){.rt = rt, .model = m, .opts = o};
+        ig_err cerr = {0};
+        ingot_status cst = ig__api_cuda_engine_build(ce, &cerr);
+        if (cst == INGOT_OK) {
+            *out = ce;
+            return INGOT_OK;
+        }
+        ig__free(ce);
+        /* AUTO falls back to the CPU when there is no GPU or the GPU cannot run the model */
+        if (o.backend == INGOT_BACKEND_CUDA || (cst != INGOT_ERR_NO_DEVICE && cst != INGOT_ERR_MODEL_UNSUPPORTED_OP))
+            return ig__api_fail(rt, &cerr);
+    }
     if (o.precision != INGOT_DTYPE_FLOAT)
         return fail(rt, INGOT_ERR_INVALID_ARG, "the CPU backend computes in float32; precision %s is not available",
                     ingot_dtype_name(o.precision));
@@ -390,6 +403,7 @@ ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_b
 void ingot_engine_destroy(ingot_engine *e)
 {
     if (!e) return;
+    ig__api_cuda_engine_destroy(e);
     ig__pool_destroy(e->pool);
     ig__free(e);
 }
@@ -418,6 +432,13 @@ ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *
     if (!c) return fail(e->rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     c->engine = e;
     c->opts = o;
+    if (e->cuda) {
+        ig_err cerr = {0};
+        if (ig__api_cuda_context_create(c, &cerr) != INGOT_OK) {
+            ig__free(c);
+            return ig__api_fail(e->rt, &cerr);
+        }
+    }
     *out = c;
     return INGOT_OK;
 }
@@ -425,6 +446,7 @@ ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *
 void ingot_context_destroy(ingot_context *c)
 {
     if (!c) return;
+    ig__api_cuda_context_destroy(c);
     ig__cpu_release(&c->exec);
     ig__free(c);
 }
@@ -530,6 +552,11 @@ ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int
     ingot_status st = bind_inputs(m, inputs, n_inputs, &changed, &err);
     if (st != INGOT_OK) return ig__api_fail(e->rt, &err);
     if (changed && (st = model_infer(m, &err)) != INGOT_OK) return ig__api_fail(e->rt, &err);
+    if (c->cuda) {
+        if ((st = ig__api_cuda_context_run(c, inputs, n_inputs, &err)) != INGOT_OK) return ig__api_fail(e->rt, &err);
+        c->generation = m->generation;
+        return INGOT_OK;
+    }
     if (c->generation != m->generation) {
         c->generation = 0;
         if ((st = ig__cpu_prepare(&c->exec, &m->g, NULL, e->pool, &err)) != INGOT_OK) return ig__api_fail(e->rt, &err);
@@ -552,6 +579,7 @@ ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_t
     if (i < 0 || i >= m->g.n_outputs)
         return fail(c->engine->rt, INGOT_ERR_INVALID_ARG, "output index %" PRId64 " out of range", i);
     if (!c->generation) return fail(c->engine->rt, INGOT_ERR_INVALID_ARG, "the context has not run yet");
+    if (c->cuda) return ig__api_cuda_get_output(c, i, out);
     int32_t v = m->g.outputs[i];
     const ig_tensor *t = &c->exec.t[v];
     memset(out, 0, sizeof *out);
@@ -562,4 +590,12 @@ ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_t
     out->data = t->data;
     out->bytes = (size_t)t->numel * ingot_dtype_size(t->dtype);
     return INGOT_OK;
+}
+
+ingot_status ig__api_bind_infer(ingot_model *m, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err)
+{
+    bool changed = !m->inferred;
+    ingot_status st = bind_inputs(m, inputs, n_inputs, &changed, err);
+    if (st == INGOT_OK && changed) st = model_infer(m, err);
+    return st;
 }

@@ -30,6 +30,7 @@ struct ingot_engine {
     ingot_model *model;
     ingot_build_options opts;
     struct ig_pool *pool;
+    struct ig_cuda_engine *cuda; /* CUDA backend (src/api/api_cuda.c); NULL for the CPU backend */
 };
 
 struct ingot_context {
@@ -38,6 +39,7 @@ struct ingot_context {
     ig_cpu_exec exec;
     uint64_t generation;    /* the model generation exec was prepared for; 0: never */
     bool failed;
+    struct ig_cuda_ctx *cuda; /* CUDA backend state when the engine is a CUDA engine */
 };
 
 /* Copy err (status + message) onto the runtime's error slot and return err->status. rt may be NULL
@@ -45,5 +47,17 @@ struct ingot_context {
 ingot_status ig__api_fail(ingot_runtime *rt, const ig_err *err);
 /* The graph behind a model, for internal tools (ingot plan). */
 ig_graph *ig__model_graph(ingot_model *m);
+
+/* ---- CUDA backend glue (src/api/api_cuda.c; stubs returning INGOT_ERR_NO_DEVICE without CUDA) ---- */
+/* Check and bind the given inputs (shapes, shape-input values), re-inferring the model when they
+ * changed (what ingot_context_run does first). */
+ingot_status ig__api_bind_infer(ingot_model *m, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err);
+ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err);
+void ig__api_cuda_engine_destroy(ingot_engine *e);
+ingot_status ig__api_cuda_context_create(ingot_context *c, ig_err *err);
+void ig__api_cuda_context_destroy(ingot_context *c);
+/* After bind/infer: select the instance for the current shapes and run with host inputs. */
+ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err);
+ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out);
 
 #endif /* INGOT_API_INTERNAL_H */

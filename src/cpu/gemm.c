@@ -38,7 +38,7 @@
 #endif
 
 typedef void (*kern_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, float alpha,
-                        float beta);
+                        float beta, const float *bias);
 
 /* One instruction-set variant: register tile MR x NR, and KC, the steps of k per B panel (KC x NR
  * floats, sized to stay in L1). */
@@ -50,14 +50,15 @@ typedef struct gemm_arch {
 } gemm_arch;
 
 /*
- * The micro-kernel: C[0:MR, 0:NR] = alpha * Ap * Bp + beta * C (beta == 0: C is not read), where
+ * The micro-kernel: C[0:MR, 0:NR] = alpha * Ap * Bp + beta * C (+ bias[i] on row i when bias is not
+ * NULL; beta == 0: C is not read), where
  * Ap holds kc steps of MR values and Bp kc steps of NR values. VW floats per vector, NV vectors per
  * row of the tile (NR = VW * NV). The accumulators are an array of vectors that full unrolling turns
  * into registers.
  */
 #define DEFINE_KERNEL(NAME, ATTR, MR, VW, NV)                                                              \
     ATTR static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c, \
-                          int64_t ldc, float alpha, float beta)                                            \
+                          int64_t ldc, float alpha, float beta, const float *restrict bias)                \
     {                                                                                                      \
         typedef float vf __attribute__((vector_size((VW) * 4)));                                           \
         typedef float vfu __attribute__((vector_size((VW) * 4), aligned(4), may_alias));                   \
@@ -74,16 +75,17 @@ typedef struct gemm_arch {
                 IG_UNROLL(NV) for (int j = 0; j < (NV); j++) acc[i][j] += bv[j] * av;                      \
             }                                                                                              \
         }                                                                                                  \
-        if (beta == 0) {                                                                                   \
-            IG_UNROLL(MR) for (int i = 0; i < (MR); i++)                                                   \
+        IG_UNROLL(MR) for (int i = 0; i < (MR); i++) {                                                     \
+            vf bi = (vf){0} + (bias ? bias[i] : 0.0f);                                                     \
+            if (beta == 0) {                                                                               \
                 IG_UNROLL(NV) for (int j = 0; j < (NV); j++)                                               \
-                    *(vfu *)(c + i * ldc + j * (VW)) = acc[i][j] * alpha;                                  \
-        } else {                                                                                           \
-            IG_UNROLL(MR) for (int i = 0; i < (MR); i++)                                                   \
+                    *(vfu *)(c + i * ldc + j * (VW)) = acc[i][j] * alpha + bi;                             \
+            } else {                                                                                       \
                 IG_UNROLL(NV) for (int j = 0; j < (NV); j++) {                                             \
                     vfu *cp = (vfu *)(c + i * ldc + j * (VW));                                             \
-                    *cp = acc[i][j] * alpha + *cp * beta;                                                  \
+                    *cp = acc[i][j] * alpha + *cp * beta + bi;                                             \
                 }                                                                                          \
+            }                                                                                              \
         }                                                                                                  \
     }
 
@@ -276,6 +278,9 @@ typedef struct gemm_job {
     int64_t lda, ldb;
     float *c;
     int64_t ldc;
+    const float *row_bias;  /* when set, row_bias[i] is added to row i of C */
+    ig_sgemm_pack_b pack_b; /* when set, op(B) comes from this callback instead of b/ldb/tb */
+    void *pack_ctx;
     bool a_stat;         /* A-stationary: sp is packed op(B); else sp is packed op(A) */
     float *sp;           /* the shared packed operand: panels of MR (or NR) x kl floats */
     int64_t i0, mrows;   /* rows of C in this chunk */
@@ -317,7 +322,9 @@ static void pack_a_panel(const gemm_job *j, int64_t r0, int64_t rows, int64_t p0
 static void pack_b_panel(const gemm_job *j, int64_t c0, int64_t cols, int64_t p0, int64_t kc, float *dst)
 {
     const int nr = j->ar->nr;
-    if (!j->tb) {
+    if (j->pack_b) {
+        j->pack_b(j->pack_ctx, p0, kc, c0, cols, dst, nr);
+    } else if (!j->tb) {
         for (int64_t p = 0; p < kc; p++) {
             const float *src = j->b + (p0 + p) * j->ldb + c0;
             float *d = dst + p * nr;
@@ -354,23 +361,25 @@ static void pack_shared_range(void *arg, int64_t pb, int64_t pe)
     }
 }
 
-/* One MR x NR tile of C at (row r0, col c0) += alpha * ap * bp over kc steps (beta on the first slice). */
+/* One MR x NR tile of C at (row r0, col c0) = alpha * ap * bp over kc steps + beta * C (+ the row bias
+ * on the first K slice, first == true). */
 static void run_tile(const gemm_job *j, const float *ap, const float *bp, int64_t kc, int64_t r0, int64_t rows,
-                     int64_t c0, int64_t cols, float beta)
+                     int64_t c0, int64_t cols, float beta, bool first)
 {
     const gemm_arch *ar = j->ar;
     float *c = j->c + r0 * j->ldc + c0;
+    const float *bias = first && j->row_bias ? j->row_bias + r0 : NULL;
     if (rows == ar->mr && cols == ar->nr) {
-        ar->kern(kc, ap, bp, c, j->ldc, j->alpha, beta);
+        ar->kern(kc, ap, bp, c, j->ldc, j->alpha, beta, bias);
         return;
     }
     /* edge tile: compute the full tile aside, merge the valid part */
     float tile[MAX_MR * MAX_NR];
-    ar->kern(kc, ap, bp, tile, ar->nr, 1.0f, 0.0f);
+    ar->kern(kc, ap, bp, tile, ar->nr, 1.0f, 0.0f, NULL);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t q = 0; q < cols; q++) {
             float *cp = &c[i * j->ldc + q];
-            float v = j->alpha * tile[i * ar->nr + q];
+            float v = j->alpha * tile[i * ar->nr + q] + (bias ? bias[i] : 0.0f);
             *cp = beta == 0 ? v : v + beta * *cp;
         }
 }
@@ -383,7 +392,8 @@ static void compute_range(void *arg, int64_t wb, int64_t we)
     _Alignas(64) float own[MAX_KC * MAX_NR]; /* this item's panel of the other operand */
     for (int64_t pk = 0; pk < j->kl; pk += j->kstep) {
         int64_t kc = min64(j->kstep, j->kl - pk);
-        float beta = j->p0 + pk == 0 ? j->beta : 1.0f; /* later slices accumulate */
+        bool first = j->p0 + pk == 0;
+        float beta = first ? j->beta : 1.0f; /* later slices accumulate */
         for (int64_t w = wb; w < we; w++) {
             int64_t o = w / j->n_grp, g = w % j->n_grp;
             int64_t sb = g * j->per_grp, se = min64(j->n_shared, sb + j->per_grp);
@@ -392,13 +402,13 @@ static void compute_range(void *arg, int64_t wb, int64_t we)
                 pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
                 for (int64_t jr = sb; jr < se; jr++)
                     run_tile(j, own, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr, panel_cols(j, jr),
-                             beta);
+                             beta, first);
             } else {
                 int64_t cols = panel_cols(j, o);
                 pack_b_panel(j, o * nr, cols, j->p0 + pk, kc, own);
                 for (int64_t ir = sb; ir < se; ir++)
                     run_tile(j, j->sp + ir * mr * j->kl + pk * mr, own, kc, j->i0 + ir * mr, panel_rows(j, ir),
-                             o * nr, cols, beta);
+                             o * nr, cols, beta, first);
             }
         }
     }
@@ -411,20 +421,24 @@ typedef struct gemm_plan {
     size_t shared_floats;
 } gemm_plan;
 
-static gemm_plan plan_gemm(const gemm_arch *ar, int64_t m, int64_t n, int64_t k)
+static gemm_plan plan_gemm(const gemm_arch *ar, int64_t m, int64_t n, int64_t k, int64_t cap)
 {
     gemm_plan pl;
-    pl.a_stat = m > n && round_up(n, ar->nr) <= B_STAT_MAX_COLS;
+    int64_t k1 = min64(k, ar->kc);
+    pl.a_stat = m > n && round_up(n, ar->nr) <= B_STAT_MAX_COLS && round_up(n, ar->nr) * k1 <= cap;
     int64_t width; /* floats per step of k in the shared operand */
     if (pl.a_stat) {
         pl.mchunk = m;
         width = round_up(n, ar->nr);
     } else {
-        pl.mchunk = balance(m, A_CHUNK_ROWS, ar->mr);
+        int64_t rows = cap / k1 / ar->mr * ar->mr;
+        if (rows > A_CHUNK_ROWS) rows = A_CHUNK_ROWS;
+        if (rows < ar->mr) rows = ar->mr;
+        pl.mchunk = balance(m, rows, ar->mr);
         width = round_up(pl.mchunk, ar->mr);
     }
-    int64_t kmax = pack_cap / width;
-    pl.kl = balance(k, kmax < ar->kc ? ar->kc : kmax, 1);
+    int64_t kmax = cap / width;
+    pl.kl = balance(k, kmax < 1 ? 1 : kmax, 1);
     pl.shared_floats = (size_t)(width * pl.kl);
     return pl;
 }
@@ -437,13 +451,70 @@ static bool use_packed(int64_t m, int64_t n, int64_t k)
 size_t ig__sgemm_ws_bytes(int64_t m, int64_t n, int64_t k)
 {
     if (!use_packed(m, n, k)) return 0;
-    return plan_gemm(arch_get(), m, n, k).shared_floats * sizeof(float) + 64;
+    return plan_gemm(arch_get(), m, n, k, pack_cap).shared_floats * sizeof(float) + 64;
+}
+
+size_t ig__sgemm_pack_b_ws_bytes(int64_t m, int64_t n, int64_t k)
+{
+    if (m <= 0 || n <= 0 || k <= 0) return 0;
+    return plan_gemm(arch_get(), m, n, k, pack_cap).shared_floats * sizeof(float) + 64;
 }
 
 static float *align64(void *p)
 {
     uintptr_t u = ((uintptr_t)p + 63) & ~(uintptr_t)63;
     return (float *)u;
+}
+
+/* The packed product: the shared operand chunk by chunk, each chunk packed then computed. */
+static void gemm_run(struct ig_pool *pool, gemm_job *j, const gemm_plan *pl)
+{
+    const gemm_arch *ar = j->ar;
+    j->a_stat = pl->a_stat;
+    int64_t threads = ig__pool_threads(pool);
+    for (j->p0 = 0; j->p0 < j->k; j->p0 += pl->kl) {
+        j->kl = min64(pl->kl, j->k - j->p0);
+        j->kstep = balance(j->kl, ar->kc, 1);
+        for (j->i0 = 0; j->i0 < j->m; j->i0 += pl->mchunk) {
+            j->mrows = min64(pl->mchunk, j->m - j->i0);
+            int64_t n_ir = ceil_div(j->mrows, ar->mr), n_jr = ceil_div(j->n, ar->nr);
+            int64_t n_own = j->a_stat ? n_ir : n_jr;
+            j->n_shared = j->a_stat ? n_jr : n_ir;
+            int64_t shared_w = j->a_stat ? ar->nr : ar->mr;
+            ig__parallel_for(pool, j->n_shared, ceil_div(1 << 14, shared_w * j->kl), pack_shared_range, j);
+            /* enough work items for every thread to get a few: own panels, then groups of shared ones */
+            int64_t n_grp = 1;
+            if (threads > 1 && n_own < 4 * threads) n_grp = min64(j->n_shared, ceil_div(4 * threads, n_own));
+            j->per_grp = ceil_div(j->n_shared, n_grp);
+            j->n_grp = ceil_div(j->n_shared, j->per_grp);
+            int64_t item_macs = j->per_grp * ar->mr * ar->nr * j->kl;
+            ig__parallel_for(pool, n_own * j->n_grp, ceil_div(1 << 16, item_macs), compute_range, j);
+        }
+    }
+}
+
+/* Run job j with the caller's workspace, or one of our own, or (out of memory) a small stack buffer:
+ * one MR-row chunk of A at a time, single-threaded, slow but correct. */
+static void gemm_packed(struct ig_pool *pool, gemm_job *j, void *ws, size_t ws_bytes)
+{
+    const gemm_arch *ar = j->ar;
+    gemm_plan pl = plan_gemm(ar, j->m, j->n, j->k, pack_cap);
+    size_t need = pl.shared_floats * sizeof(float) + 64;
+    void *own = NULL;
+    if (!ws || ws_bytes < need) {
+        own = ig__malloc_aligned(need, 64);
+        ws = own;
+    }
+    if (ws) {
+        j->sp = align64(ws);
+        gemm_run(pool, j, &pl);
+    } else {
+        _Alignas(64) float fallback[MAX_MR * MAX_KC];
+        pl = plan_gemm(ar, j->m, j->n, j->k, (int64_t)ar->mr * ar->kc);
+        j->sp = fallback;
+        gemm_run(NULL, j, &pl);
+    }
+    if (own) ig__free_aligned(own);
 }
 
 void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
@@ -482,43 +553,27 @@ void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, i
         gemm_naive(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
+    gemm_job j = {.ar = arch_get(), .ta = trans_a, .tb = trans_b, .m = m, .n = n, .k = k, .alpha = alpha,
+                  .beta = beta, .a = a, .b = b, .lda = lda, .ldb = ldb, .c = c, .ldc = ldc};
+    gemm_packed(pool, &j, ws, ws_bytes);
+}
 
-    const gemm_arch *ar = arch_get();
-    size_t need = ig__sgemm_ws_bytes(m, n, k);
-    void *own = NULL;
-    if (!ws || ws_bytes < need) {
-        own = ig__malloc_aligned(need, 64);
-        if (!own) { /* no memory for packing: slow but correct */
-            gemm_naive(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-            return;
-        }
-        ws = own;
+void ig__sgemm_pack_b(struct ig_pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float *a, int64_t lda, ig_sgemm_pack_b pack_b, void *ctx, float beta, float *c,
+                      int64_t ldc, const float *row_bias, void *ws, size_t ws_bytes)
+{
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0) {
+        scale_c(m, n, beta, c, ldc);
+        if (row_bias)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t q = 0; q < n; q++) c[i * ldc + q] += row_bias[i];
+        return;
     }
-    gemm_plan pl = plan_gemm(ar, m, n, k);
-    gemm_job j = {.ar = ar, .ta = trans_a, .tb = trans_b, .m = m, .n = n, .k = k, .alpha = alpha,
-                  .beta = beta, .a = a, .b = b, .lda = lda, .ldb = ldb, .c = c, .ldc = ldc,
-                  .a_stat = pl.a_stat, .sp = align64(ws)};
-    int64_t threads = ig__pool_threads(pool);
-    for (j.p0 = 0; j.p0 < k; j.p0 += pl.kl) {
-        j.kl = min64(pl.kl, k - j.p0);
-        j.kstep = balance(j.kl, ar->kc, 1);
-        for (j.i0 = 0; j.i0 < m; j.i0 += pl.mchunk) {
-            j.mrows = min64(pl.mchunk, m - j.i0);
-            int64_t n_ir = ceil_div(j.mrows, ar->mr), n_jr = ceil_div(n, ar->nr);
-            int64_t n_own = j.a_stat ? n_ir : n_jr;
-            j.n_shared = j.a_stat ? n_jr : n_ir;
-            int64_t shared_w = j.a_stat ? ar->nr : ar->mr;
-            ig__parallel_for(pool, j.n_shared, ceil_div(1 << 14, shared_w * j.kl), pack_shared_range, &j);
-            /* enough work items for every thread to get a few: own panels, then groups of shared ones */
-            int64_t n_grp = 1;
-            if (threads > 1 && n_own < 4 * threads) n_grp = min64(j.n_shared, ceil_div(4 * threads, n_own));
-            j.per_grp = ceil_div(j.n_shared, n_grp);
-            j.n_grp = ceil_div(j.n_shared, j.per_grp);
-            int64_t item_macs = j.per_grp * ar->mr * ar->nr * j.kl;
-            ig__parallel_for(pool, n_own * j.n_grp, ceil_div(1 << 16, item_macs), compute_range, &j);
-        }
-    }
-    if (own) ig__free_aligned(own);
+    if (m * n * k < PAR_MIN_MACS) pool = NULL;
+    gemm_job j = {.ar = arch_get(), .ta = trans_a, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a,
+                  .lda = lda, .c = c, .ldc = ldc, .row_bias = row_bias, .pack_b = pack_b, .pack_ctx = ctx};
+    gemm_packed(pool, &j, ws, ws_bytes);
 }
 
 void ig__sgemm(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,

@@ -61,7 +61,7 @@ typedef enum ig_cu_loc {
 typedef struct ig_cu_buf {
     uint8_t loc;        /* ig_cu_loc */
     uint8_t is_const;   /* ARENA: holds constant bytes uploaded once per instance (live throughout) */
-    uint8_t is_scratch; /* ARENA: one step's workspace */
+    uint8_t is_scratch; /* ARENA: 1 one step's workspace, 2 host-path staging (fixed lifetimes) */
     int32_t io;         /* INPUT/OUTPUT: graph input/output index */
     int32_t wreq;       /* WEIGHT or constant ARENA: index into prog.wreqs */
     size_t bytes;

@@ -6,9 +6,10 @@
  * ceil_mode), parsed once by parse_window() and resolved against concrete sizes by resolve_dim(), so
  * shape inference, scratch sizing, FLOP counting and the kernels agree on every output size.
  *
- * Conv on the CPU: per image and group, im2col into scratch then one SGEMM (W_g [M/g, C/g*k] times
- * col [C/g*k, out]); a pointwise conv (1x1, stride 1, no pad) multiplies the input in place; a
- * depthwise 1-D/2-D conv (one input channel per group) runs a direct loop instead. ConvTranspose is
+ * Conv on the CPU: per image and group, one SGEMM W_g [M/g, C/g*k] times col [C/g*k, out] (+ bias in
+ * the SGEMM's epilogue) where the column matrix is never built: the SGEMM's B-panel packer reads it
+ * from the input (implicit im2col); a depthwise 1-D/2-D conv (one input channel per group) runs a
+ * direct loop instead. ConvTranspose is
  * the adjoint: SGEMM W_g^T X_g into a column buffer, then col2im scatter-adds into the output.
  * Math is fp32; float16/bfloat16/double tensors are converted into scratch and back.
  */
@@ -564,22 +565,16 @@ static ingot_status get_scratch(ig_exec *ex, size_t need, char **base, void **ow
 
 /* ---- Conv --------------------------------------------------------------------------------------- */
 
-typedef enum conv_path { PATH_IM2COL, PATH_POINTWISE, PATH_DEPTHWISE } conv_path;
+typedef enum conv_path { PATH_GEMM, PATH_DEPTHWISE } conv_path;
 
 static conv_path conv_choose(const geom *gm)
 {
-    bool pointwise = true;
-    for (int32_t i = 0; i < gm->nsp; i++)
-        if (gm->w.kernel[i] != 1 || gm->w.stride[i] != 1 || gm->pb[i] != 0 || gm->out[i] != gm->in[i])
-            pointwise = false;
-    if (pointwise) return PATH_POINTWISE;
-    if (gm->cg == 1 && gm->nsp <= 2 && gm->w.group > 1) return PATH_DEPTHWISE;
-    return PATH_IM2COL;
+    return gm->cg == 1 && gm->nsp <= 2 && gm->w.group > 1 ? PATH_DEPTHWISE : PATH_GEMM;
 }
 
 typedef struct conv_buffers {
     float *x, *w, *b, *y; /* fp32 views (the tensors themselves when fp32) */
-    float *col;
+    float *col;           /* ConvTranspose's column buffer */
     void *ws;
     size_t ws_bytes;
 } conv_buffers;
@@ -595,9 +590,9 @@ static void conv_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *c
         bf->y = carve(cv, gm->n * gm->m * gm->out_sp);
     }
     conv_path path = conv_choose(gm);
-    if (path == PATH_IM2COL) bf->col = carve(cv, gm->cg * gm->kprod * gm->out_sp);
+    int64_t kdim = gm->cg * gm->kprod;
     if (path != PATH_DEPTHWISE) {
-        bf->ws_bytes = ig__sgemm_ws_bytes(gm->mg, gm->out_sp, gm->cg * gm->kprod);
+        bf->ws_bytes = ig__sgemm_pack_b_ws_bytes(gm->mg, gm->out_sp, kdim);
         bf->ws = carve(cv, (int64_t)(bf->ws_bytes / sizeof(float)) + 1);
     }
 }
@@ -612,67 +607,91 @@ static size_t conv_scratch(const ig_graph *g, const ig_node *n)
     return cv.off;
 }
 
-/* im2col of one image and group: col[(c * kprod + kidx) * out_sp + o] = x[c, o * s - pb + kidx * d] or 0. */
-typedef struct im2col_job {
-    const geom *gm;
-    const float *x; /* [cg, in_sp] */
-    float *col;
-} im2col_job;
+/*
+ * Implicit im2col: the SGEMM asks for panels of B = col[C/g * k, out] and this packer builds them
+ * straight from the input, so the column matrix never exists in memory (on small VMs its write and
+ * re-read cost more than the multiply). B(p, j) = x[c, o_j * s - pb + kk_p * d] (0 in the padding),
+ * with p = c * kprod + kernel offset and j an output position. A panel's columns are consecutive
+ * output positions: runs along the last spatial dim, each copied (or strided) from one input row.
+ */
+#define PACK_MAX_NR 64
 
-static void im2col_range(void *arg, int64_t rb, int64_t re)
+typedef struct conv_pack_ctx {
+    const geom *gm;
+    const float *x; /* this image and group: [cg, in_sp] */
+} conv_pack_ctx;
+
+static void conv_pack_b(void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, float *dst, int nr)
 {
-    const im2col_job *jb = arg;
-    const geom *gm = jb->gm;
+    const conv_pack_ctx *cp = ctx;
+    const geom *gm = cp->gm;
     const int32_t nsp = gm->nsp, last = nsp - 1;
-    const int64_t ow_n = gm->out[last], iw_n = gm->in[last];
-    const int64_t sw = gm->w.stride[last];
-    for (int64_t r = rb; r < re; r++) {
-        int64_t c = r / gm->kprod, kidx = r % gm->kprod;
-        int64_t kk[MAX_SP];
-        for (int32_t i = nsp - 1; i >= 0; i--) {
+    const int64_t ow_n = gm->out[last], iw_n = gm->in[last], sw = gm->w.stride[last];
+    IG_ASSERT(nr <= PACK_MAX_NR && cols <= nr);
+    struct run {
+        int64_t q0, len, ow0;
+        int64_t base[MAX_SP]; /* input coords of the outer dims for kernel offset 0 */
+    } runs[PACK_MAX_NR];
+    int n_runs = 0;
+    int64_t o[MAX_SP], rem = j0;
+    for (int32_t i = last; i >= 0; i--) {
+        o[i] = rem % gm->out[i];
+        rem /= gm->out[i];
+    }
+    for (int64_t q = 0; q < cols;) {
+        struct run *r = &runs[n_runs++];
+        r->q0 = q;
+        r->ow0 = o[last];
+        r->len = cols - q < ow_n - o[last] ? cols - q : ow_n - o[last];
+        for (int32_t i = 0; i < last; i++) r->base[i] = o[i] * gm->w.stride[i] - gm->pb[i];
+        q += r->len;
+        o[last] += r->len;
+        if (o[last] == ow_n) {
+            o[last] = 0;
+            for (int32_t i = last - 1; i >= 0; i--) {
+                if (++o[i] < gm->out[i]) break;
+                o[i] = 0;
+            }
+        }
+    }
+    for (int64_t p = p0; p < p0 + kc; p++) {
+        float *row = dst + (p - p0) * nr;
+        int64_t c = p / gm->kprod, kidx = p % gm->kprod, kk[MAX_SP];
+        for (int32_t i = last; i >= 0; i--) {
             kk[i] = kidx % gm->w.kernel[i];
             kidx /= gm->w.kernel[i];
         }
-        const float *xc = jb->x + c * gm->in_sp;
-        float *dst = jb->col + r * gm->out_sp;
-        /* valid range of the last output coordinate for this kernel offset */
-        int64_t off = kk[last] * gm->w.dil[last] - gm->pb[last]; /* iw = ow * sw + off */
+        const float *xc = cp->x + c * gm->in_sp;
+        /* along the last dim, iw = ow * sw + off is inside the input for ow in [lo, hi) */
+        int64_t off = kk[last] * gm->w.dil[last] - gm->pb[last];
         int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
         int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
-        if (hi > ow_n) hi = ow_n;
-        if (lo > hi) lo = hi;
-        /* walk the outer output coordinates with an odometer */
-        int64_t o[MAX_SP] = {0};
-        int64_t rows = gm->out_sp / ow_n;
-        for (int64_t row = 0; row < rows; row++) {
+        for (int k = 0; k < n_runs; k++) {
+            const struct run *r = &runs[k];
+            float *d = row + r->q0;
             int64_t src = 0;
             bool inside = true;
             for (int32_t i = 0; i < last; i++) {
-                int64_t ii = o[i] * gm->w.stride[i] - gm->pb[i] + kk[i] * gm->w.dil[i];
+                int64_t ii = r->base[i] + kk[i] * gm->w.dil[i];
                 if (ii < 0 || ii >= gm->in[i]) {
                     inside = false;
                     break;
                 }
                 src = src * gm->in[i] + ii;
             }
-            float *d = dst + row * ow_n;
-            if (!inside) {
-                memset(d, 0, sizeof(float) * (size_t)ow_n);
+            int64_t a = r->ow0, b = r->ow0 + r->len; /* the run's output range along the last dim */
+            int64_t va = inside ? (lo > a ? lo : a) : b, vb = inside ? (hi < b ? hi : b) : b;
+            if (va > vb) va = vb;
+            const float *xr = xc + src * iw_n; /* xr[ow * sw + off] */
+            for (int64_t ow = a; ow < va; ow++) d[ow - a] = 0;
+            if (sw == 1) {
+                if (vb > va) memcpy(d + (va - a), xr + va + off, sizeof(float) * (size_t)(vb - va));
             } else {
-                const float *xr = xc + src * iw_n; /* xr[q * sw + off] for q in [lo, hi) */
-                for (int64_t q = 0; q < lo; q++) d[q] = 0;
-                if (sw == 1) {
-                    if (hi > lo) memcpy(d + lo, xr + lo + off, sizeof(float) * (size_t)(hi - lo));
-                } else {
-                    for (int64_t q = lo; q < hi; q++) d[q] = xr[q * sw + off];
-                }
-                for (int64_t q = hi; q < ow_n; q++) d[q] = 0;
+                for (int64_t ow = va; ow < vb; ow++) d[ow - a] = xr[ow * sw + off];
             }
-            for (int32_t i = last - 1; i >= 0; i--) {
-                if (++o[i] < gm->out[i]) break;
-                o[i] = 0;
-            }
+            for (int64_t ow = vb; ow < b; ow++) d[ow - a] = 0;
         }
+        for (int64_t q = cols; q < nr; q++) row[q] = 0;
     }
 }
 
@@ -683,7 +702,21 @@ typedef struct depthwise_job {
     float *y;
 } depthwise_job;
 
-static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
+/* Input planes up to this many floats are split into stride phases first (so strided taps read
+ * contiguous memory); larger ones read strided. */
+#define DW_PLANE_MAX 8192
+/* Outputs per accumulator (one AVX-512 register). */
+#define DW_VEC 16
+
+/* The depthwise loops, compiled for AVX-512 and AVX2 as well as the baseline where the compiler can
+ * pick at load time (the rest of the library is built for the baseline ISA). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define IG_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default"), optimize("fp-contract=fast")))
+#else
+#define IG_CLONES
+#endif
+
+IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
 {
     const depthwise_job *jb = arg;
     const geom *gm = jb->gm;
@@ -694,6 +727,9 @@ static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
     int64_t sh = two ? gm->w.stride[0] : 1, sw = gm->w.stride[gm->nsp - 1];
     int64_t dh = two ? gm->w.dil[0] : 1, dw = gm->w.dil[gm->nsp - 1];
     int64_t ph = two ? gm->pb[0] : 0, pw = gm->pb[gm->nsp - 1];
+    int64_t plen = (iw_n + sw - 1) / sw; /* floats per phase of a row */
+    bool phased = sw > 1 && ih_n * sw * plen <= DW_PLANE_MAX;
+    float phase[DW_PLANE_MAX]; /* row ih, phase r, element i: phase[(ih * sw + r) * plen + i] */
     for (int64_t p = pb_; p < pe_; p++) {
         int64_t nimg = p / gm->m, mch = p % gm->m;
         int64_t gch = mch / gm->mg; /* the group = the input channel */
@@ -701,27 +737,68 @@ static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
         const float *wp = jb->w + mch * gm->kprod;
         float *yp = jb->y + (nimg * gm->m + mch) * gm->out_sp;
         float bias = jb->b ? jb->b[mch] : 0.0f;
-        for (int64_t q = 0; q < gm->out_sp; q++) yp[q] = bias;
-        for (int64_t oh = 0; oh < oh_n; oh++) {
-            float *yr = yp + oh * ow_n;
-            for (int64_t kh = 0; kh < kh_n; kh++) {
-                int64_t ih = oh * sh - ph + kh * dh;
-                if (ih < 0 || ih >= ih_n) continue;
-                const float *xr = xp + ih * iw_n;
-                for (int64_t kw = 0; kw < kw_n; kw++) {
-                    float wv = wp[kh * kw_n + kw];
-                    int64_t off = kw * dw - pw; /* iw = ow * sw + off */
-                    int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
-                    int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
-                    if (hi > ow_n) hi = ow_n;
-                    if (sw == 1) {
-                        const float *xs = xr + off + lo;
-                        float *ys = yr + lo;
-                        for (int64_t q = 0; q < hi - lo; q++) ys[q] += wv * xs[q];
-                    } else {
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
+        if (phased && (p == pb_ || (p - 1) / gm->m != nimg || (p - 1) % gm->m / gm->mg != gch))
+            for (int64_t ih = 0; ih < ih_n; ih++) {
+                const float *src = xp + ih * iw_n;
+                float *dst = phase + ih * sw * plen;
+                if (sw == 2) { /* the common case, in a form the vectoriser turns into shuffles */
+                    float *even = dst, *odd = dst + plen;
+                    int64_t half = iw_n / 2;
+                    for (int64_t i = 0; i < half; i++) {
+                        even[i] = src[2 * i];
+                        odd[i] = src[2 * i + 1];
+                    }
+                    if (iw_n & 1) even[half] = src[iw_n - 1];
+                } else {
+                    for (int64_t r = 0; r < sw; r++) {
+                        int64_t cnt = (iw_n - r + sw - 1) / sw;
+                        for (int64_t i = 0; i < cnt; i++) dst[r * plen + i] = src[i * sw + r];
                     }
                 }
+            }
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            float *yr = yp + oh * ow_n;
+            /* DW_VEC outputs at a time in a register-sized accumulator, through every tap */
+            for (int64_t ow0 = 0; ow0 < ow_n; ow0 += DW_VEC) {
+                typedef float vec __attribute__((vector_size(DW_VEC * 4)));
+                typedef float vecu __attribute__((vector_size(DW_VEC * 4), aligned(4), may_alias));
+                int64_t cnt = ow_n - ow0 < DW_VEC ? ow_n - ow0 : DW_VEC;
+                vec acc = (vec){0} + bias;
+                for (int64_t kh = 0; kh < kh_n; kh++) {
+                    int64_t ih = oh * sh - ph + kh * dh;
+                    if (ih < 0 || ih >= ih_n) continue;
+                    const float *xr = xp + ih * iw_n;
+                    for (int64_t kw = 0; kw < kw_n; kw++) {
+                        float wv = wp[kh * kw_n + kw];
+                        int64_t off = kw * dw - pw; /* iw = ow * sw + off */
+                        int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                        int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
+                        if (hi > ow_n) hi = ow_n;
+                        int64_t a = lo > ow0 ? lo : ow0, b = hi < ow0 + cnt ? hi : ow0 + cnt;
+                        if (a >= b) continue;
+                        const float *xs; /* xs[ow] is the tap's input for output ow */
+                        if (sw == 1) {
+                            xs = xr + off;
+                        } else if (phased) {
+                            int64_t r = ((off % sw) + sw) % sw; /* ow * sw + off = (ow + base) * sw + r */
+                            xs = phase + (ih * sw + r) * plen + (off - r) / sw;
+                        } else {
+                            xs = NULL;
+                        }
+                        if (xs && a == ow0 && b == ow0 + DW_VEC) {
+                            acc += *(const vecu *)(xs + ow0) * wv;
+                        } else {
+                            float t[DW_VEC];
+                            memcpy(t, &acc, sizeof t);
+                            for (int64_t ow = a; ow < b; ow++)
+                                t[ow - ow0] += wv * (xs ? xs[ow] : xr[ow * sw + off]);
+                            memcpy(&acc, t, sizeof t);
+                        }
+                    }
+                }
+                float res[DW_VEC];
+                memcpy(res, &acc, sizeof res);
+                for (int64_t t = 0; t < cnt; t++) yr[ow0 + t] = res[t];
             }
         }
     }
@@ -781,24 +858,9 @@ static ingot_status conv_cpu(ig_exec *ex)
                 const float *xg = x + (ni * gm.c + gi * gm.cg) * gm.in_sp;
                 const float *wg = w + gi * gm.mg * kdim;
                 float *yg = y + (ni * gm.m + gi * gm.mg) * gm.out_sp;
-                const float *bmat = xg;
-                if (path == PATH_IM2COL) {
-                    im2col_job jb = {&gm, xg, bf.col};
-                    int64_t grain = 1 + (1 << 14) / gm.out_sp;
-                    ig__parallel_for(ex->pool, kdim, grain, im2col_range, &jb);
-                    bmat = bf.col;
-                }
-                float beta = 0.0f;
-                if (b) {
-                    for (int64_t mi = 0; mi < gm.mg; mi++) {
-                        float bv = b[gi * gm.mg + mi];
-                        float *row = yg + mi * gm.out_sp;
-                        for (int64_t q = 0; q < gm.out_sp; q++) row[q] = bv;
-                    }
-                    beta = 1.0f;
-                }
-                ig__sgemm_ws(ex->pool, false, false, gm.mg, gm.out_sp, kdim, 1.0f, wg, kdim, bmat, gm.out_sp, beta, yg,
-                             gm.out_sp, bf.ws, bf.ws_bytes);
+                conv_pack_ctx pc = {&gm, xg};
+                ig__sgemm_pack_b(ex->pool, false, gm.mg, gm.out_sp, kdim, 1.0f, wg, kdim, conv_pack_b, &pc, 0.0f, yg,
+                                 gm.out_sp, b ? b + gi * gm.mg : NULL, bf.ws, bf.ws_bytes);
             }
     }
     if (xt->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
@@ -977,6 +1039,79 @@ typedef struct pool_job {
     bool is_max;
 } pool_job;
 
+/* Along one spatial dim: the taps [*t0, *t1) of the window starting at `start` that fall inside the
+ * input, and how many fall inside the padded input (count_include_pad's divisor). */
+static int64_t taps(int64_t start, int64_t k, int64_t d, int64_t in, int64_t pad_end, int64_t *t0, int64_t *t1)
+{
+    int64_t a = start >= 0 ? 0 : (-start + d - 1) / d;
+    int64_t b = in - 1 - start < 0 ? 0 : (in - 1 - start) / d + 1;
+    int64_t pb = in + pad_end - 1 - start < 0 ? 0 : (in + pad_end - 1 - start) / d + 1;
+    if (b > k) b = k;
+    if (pb > k) pb = k;
+    if (a > b) a = b;
+    *t0 = a;
+    *t1 = b;
+    return pb;
+}
+
+/* 1-D and 2-D pools (1-D as height 1): planes [pb, pe), direct loops. */
+static void pool2d_range(void *arg, int64_t pb_, int64_t pe_)
+{
+    const pool_job *jb = arg;
+    const geom *gm = jb->gm;
+    const window *w = &gm->w;
+    bool two = gm->nsp == 2;
+    int64_t ih_n = two ? gm->in[0] : 1, iw_n = gm->in[gm->nsp - 1];
+    int64_t oh_n = two ? gm->out[0] : 1, ow_n = gm->out[gm->nsp - 1];
+    int64_t kh = two ? w->kernel[0] : 1, kw = w->kernel[gm->nsp - 1];
+    int64_t sh = two ? w->stride[0] : 1, sw = w->stride[gm->nsp - 1];
+    int64_t dh = two ? w->dil[0] : 1, dw = w->dil[gm->nsp - 1];
+    int64_t ph = two ? gm->pb[0] : 0, pw = gm->pb[gm->nsp - 1];
+    int64_t peh = two ? gm->pe[0] : 0, pew = gm->pe[gm->nsp - 1];
+    for (int64_t p = pb_; p < pe_; p++) {
+        const float *xp = jb->x + p * gm->in_sp;
+        float *yp = jb->y + p * gm->out_sp;
+        int64_t *ip = jb->idx ? jb->idx + p * gm->out_sp : NULL;
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            int64_t hs = oh * sh - ph, h0, h1;
+            int64_t hp = taps(hs, kh, dh, ih_n, peh, &h0, &h1);
+            for (int64_t ow = 0; ow < ow_n; ow++) {
+                int64_t ws = ow * sw - pw, w0, w1;
+                int64_t wp = taps(ws, kw, dw, iw_n, pew, &w0, &w1);
+                int64_t q = oh * ow_n + ow;
+                if (jb->is_max) {
+                    float m = -FLT_MAX;
+                    int64_t best = -1;
+                    for (int64_t th = h0; th < h1; th++) {
+                        const float *row = xp + (hs + th * dh) * iw_n + ws;
+                        for (int64_t tw = w0; tw < w1; tw++) {
+                            float v = row[tw * dw];
+                            if (v > m || best < 0) {
+                                m = v;
+                                best = (hs + th * dh) * iw_n + ws + tw * dw;
+                            }
+                        }
+                    }
+                    yp[q] = m;
+                    if (ip) {
+                        int64_t flat = best < 0 ? 0 : best;
+                        if (w->storage_order == 1 && two) flat = (flat % iw_n) * ih_n + flat / iw_n;
+                        ip[q] = p * gm->in_sp + flat;
+                    }
+                } else {
+                    float acc = 0;
+                    for (int64_t th = h0; th < h1; th++) {
+                        const float *row = xp + (hs + th * dh) * iw_n + ws;
+                        for (int64_t tw = w0; tw < w1; tw++) acc += row[tw * dw];
+                    }
+                    int64_t div = w->count_include_pad ? hp * wp : (h1 - h0) * (w1 - w0);
+                    yp[q] = div > 0 ? acc / (float)div : 0.0f;
+                }
+            }
+        }
+    }
+}
+
 /* Planes [pb, pe) (image x channel). Each output position visits its window dim by dim: along each
  * dim, the taps inside the input, and (for count_include_pad) how many fall inside the padded input. */
 static void pool_range(void *arg, int64_t pb_, int64_t pe_)
@@ -1102,7 +1237,7 @@ static ingot_status pool_cpu(ig_exec *ex, win_kind kind)
     }
     pool_job jb = {&gm, x, y, it ? it->data : NULL, kind == WIN_MAXPOOL};
     int64_t per_plane = gm.out_sp * gm.kprod + 1;
-    ig__parallel_for(ex->pool, gm.n * gm.c, 1 + (1 << 14) / per_plane, pool_range, &jb);
+    ig__parallel_for(ex->pool, gm.n * gm.c, 1 + (1 << 14) / per_plane, gm.nsp <= 2 ? pool2d_range : pool_range, &jb);
     if (!f32) from_f32(y, yt);
     if (own) ig__free_aligned(own);
     return INGOT_OK;

@@ -47,7 +47,7 @@ static inline void st_f64(ingot_dtype t, void *p, int64_t i, double v)
     ((double *)p)[i] = v;
 }
 
-/* Mean of the (shifted) row statistics: mean and 1/sqrt(var + eps) from one pass. */
+/* What a normalisation needs of a row: its mean and 1/sqrt(var + eps). */
 typedef struct row_stats {
     double mean, inv_std;
 } row_stats;
@@ -108,22 +108,18 @@ typedef struct batchnorm_args {
 #define NORM_R float
 #define NORM_SFX f32
 #define NORM_EXP expf
-#define NORM_LOGD log
 #include "norm.c"
 #undef NORM_R
 #undef NORM_SFX
 #undef NORM_EXP
-#undef NORM_LOGD
 
 #define NORM_R double
 #define NORM_SFX f64
 #define NORM_EXP exp
-#define NORM_LOGD log
 #include "norm.c"
 #undef NORM_R
 #undef NORM_SFX
 #undef NORM_EXP
-#undef NORM_LOGD
 
 /* ---- shared helpers ---- */
 
@@ -403,6 +399,9 @@ static size_t instnorm_scratch(const ig_graph *g, const ig_node *n) { return par
 static ingot_status instnorm_cpu(ig_exec *ex)
 {
     const ig_tensor *x = ex->in[0];
+    if (x->rank < 2)
+        return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): input must be [N, C, ...]",
+                        ig__node_label(ex->node), ex->node->op_type);
     int64_t c = x->dims[1], rows = x->dims[0] * c, len = prod(x->dims, 2, x->rank);
     bool dbl = is_f64(x->dtype);
     size_t es = dbl ? sizeof(double) : sizeof(float);
@@ -524,7 +523,8 @@ const ig_op_def ig__op_batch_normalization = {
 
 /* The row functions take the storage dtype as a parameter and are always inlined: each range
  * function calls them once with the native dtype as a constant (the loads fold into plain array
- * accesses the compiler can vectorise) and once with the run-time dtype for the half types. */
+ * accesses the compiler can vectorise) and once with the run-time dtype for the half types.
+ * Every pass reads x[j] before it writes y[j], so y may alias x. */
 #define NATIVE_DT (sizeof(R) == sizeof(double) ? INGOT_DTYPE_DOUBLE : INGOT_DTYPE_FLOAT)
 #define DISPATCH(call_native, call_any) \
     do {                                \
@@ -548,7 +548,7 @@ static NORM_INLINE void FN(softmax_row)(ingot_dtype dt, const void *x, void *y, 
     double sum = 0;
     if (is_log) {
         for (int64_t j = 0; j < n; j++) sum += NORM_EXP(LD(dt, x, off + j) - m);
-        const R ls = (R)NORM_LOGD(sum);
+        const R ls = (R)log(sum);
         for (int64_t j = 0; j < n; j++) ST(dt, y, off + j, (LD(dt, x, off + j) - m) - ls);
     } else if (dt == NATIVE_DT) { /* keep exp() in y and rescale it in place */
         R *yr = (R *)y + off;
@@ -601,7 +601,7 @@ static void FN(softmax_strided)(void *arg, int64_t begin, int64_t end)
                 sum[k] += e;
                 if (store && !a->log) ((R *)a->y)[i] = e;
             }
-        for (int64_t k = 0; k < nb; k++) fin[k] = a->log ? (R)NORM_LOGD(sum[k]) : (R)(1.0 / sum[k]);
+        for (int64_t k = 0; k < nb; k++) fin[k] = a->log ? (R)log(sum[k]) : (R)(1.0 / sum[k]);
         for (int64_t j = 0; j < n; j++)
             for (int64_t k = 0; k < nb; k++) {
                 int64_t i = base + j * inner + k;

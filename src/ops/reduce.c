@@ -359,7 +359,7 @@ static ingot_status exec_axes(ig_exec *ex, int64_t *v, int64_t *n)
     const ig_tensor *t = ex->n_in > 1 ? ex->in[1] : NULL;
     if (!t) return INGOT_OK;
     if (t->numel > MAX_AXES || t->dtype != INGOT_DTYPE_INT64) goto bad;
-    memcpy(v, t->data, sizeof(int64_t) * (size_t)t->numel);
+    if (t->numel) memcpy(v, t->data, sizeof(int64_t) * (size_t)t->numel);
     *n = t->numel;
     return INGOT_OK;
 bad:
@@ -375,7 +375,7 @@ static ingot_status reduce_cpu(ig_exec *ex)
     ingot_status st = exec_axes(ex, axes, &n_axes);
     if (st != INGOT_OK) return st;
     if (n_axes == 0 && noop_empty(ex->node)) {
-        if (y->data != x->data) memcpy(y->data, x->data, (size_t)x->numel * ingot_dtype_size(x->dtype));
+        if (x->numel && y->data != x->data) memcpy(y->data, x->data, (size_t)x->numel * ingot_dtype_size(x->dtype));
         return INGOT_OK;
     }
     bool mask[IG_MAX_RANK];

@@ -906,7 +906,12 @@ static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size
     S.snap_placed = ig__malloc(mm);
     int rc = S.h && S.rem && S.bstart && S.blist && S.can && S.snap_off && S.snap_placed ? 0 : -1;
     uint64_t rng = o->seed ? o->seed : 0x5ca1ab1eu;
-    uint64_t unit = o->effort >= 2 ? 3000000ull : 300000ull, total = o->effort >= 2 ? 300000000ull : 10000000ull;
+    /* budgets grow with the instance (a small one that cannot reach the bound should not cost as much
+     * as a hard large one) up to a cap: about 30 ms at effort 1, seconds at effort 2 */
+    uint64_t total = o->effort >= 2 ? 300000000ull : 10000000ull, unit = o->effort >= 2 ? 3000000ull : 300000ull;
+    uint64_t scale = (uint64_t)m * (o->effort >= 2 ? 1000000ull : 25000ull);
+    if (scale < total) total = scale;
+    if (unit > total / 8) unit = total / 8 + 1;
     uint64_t w0 = p->work;
     for (int r = 0; rc == 0 && *best > p->lb && p->work - w0 < total; r++) {
         if (!ssearch_rule(p, &S, r, &rng)) {
@@ -1049,14 +1054,17 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
         }
     }
     /* bounded search for a packing at the lower bound (perfect instances) */
-    if (best > p.lb && o.effort >= 1 && sky_ok) {
+    /* at the default effort, within 0.5% of the bound is good enough: spend no more time */
+    bool more = best > p.lb && (o.effort >= 2 || (o.effort == 1 && (double)best > 1.005 * (double)p.lb));
+    if (more && sky_ok) {
         IG_TRY(st, make_order(&p, ORD_SIZE, order, &rq, err), out);
         if (search_phase(&p, &o, order, cand, &best, best_off, res) < 0) goto oom;
     }
     /* improvement: iterated greedy from the best greedy order, bounded by neighbour visits */
-    if (best > p.lb && o.effort >= 1 && have_order) {
+    if (more && best > p.lb && have_order) {
         uint64_t rng = o.seed ? o.seed : 0x1e607u;
         uint64_t budget = o.effort >= 2 ? 100000000ull : 3000000ull;
+        if ((uint64_t)m * 20000ull < budget) budget = (uint64_t)m * 20000ull;
         uint64_t start_work = p.work;
         uint64_t cur = run_place(&p, best_order, best_fit, UINT64_MAX);
         memcpy(cur_off, p.off, sizeof(uint64_t) * (size_t)m);

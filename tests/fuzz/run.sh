@@ -51,7 +51,7 @@ run() { # run TARGET SECONDS SEED_DIRS...
   rc=$?
   set -e
   # the summary, and everything about a failure
-  grep -E '^(#[0-9]+ +DONE|stat::|INFO: seed corpus)' "$build/fuzz_$t.log" || true
+  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::|INFO: seed corpus)' "$build/fuzz_$t.log" || true
   if [ "$rc" -ne 0 ]; then
     grep -vE '^(#[0-9]+|INFO:|MS:|NEW_FUNC|\s*$)' "$build/fuzz_$t.log" | head -60
     echo "fuzz: fuzz_$t FAILED (exit $rc); the input is in $regs/$t/ (full log: $build/fuzz_$t.log)"

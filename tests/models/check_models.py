@@ -5,7 +5,9 @@
 
 Models: every *.onnx in --models (tests/models/make_models.py builds them there when the folder is
 missing or empty; resnet50.onnx, the FLOPs model, is left out), run at batch 1 and batch 3; and the
-'light' models shipped in the onnx wheel (fixed batch 1), where ingot has their ops.
+'light' models shipped in the onnx wheel (fixed batch 1), where ingot has their ops, each twice: as shipped
+(every weight 0.02 through ConstantOfShape: the outputs are uniform, so this mostly proves the graph runs)
+and with seeded random weights in place of the ConstantOfShape nodes (MODELS/light/*_random.onnx).
 
 Inputs (seeded per model and batch, saved as .npy and passed with `--input NAME=FILE`): float inputs
 standard normal (uniform [0,1) for the light models' images); int64 inputs that index a Gather table
@@ -31,6 +33,7 @@ import common  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 REL_TOL = 1e-4
 SEED = 1234
@@ -84,6 +87,61 @@ def make_inputs(model, batch, seed, image_like):
             raise ValueError(f"input '{vi.name}': no generator for elem_type {et}")
         feeds[vi.name] = a
     return feeds
+
+
+def randomize_weights(model, seed):
+    """A copy of a 'light' model with every ConstantOfShape weight (all 0.02 in the wheel, which makes every
+    channel equal and the softmax output exactly uniform, so a comparison proves little) replaced by a
+    seeded random initializer: He-normal for rank >= 2, U(0.5, 1.5) for scales and variances (inputs 1 and 4
+    of BatchNormalization, Mul operands), N(0, 0.1) for other vectors."""
+    import copy
+
+    m = copy.deepcopy(model)
+    rng = np.random.default_rng(seed)
+    inits = {t.name: t for t in m.graph.initializer}
+    positive = set()
+    for n in m.graph.node:
+        if n.op_type == "BatchNormalization":
+            positive.update(n.input[i] for i in (1, 4) if i < len(n.input))
+        elif n.op_type == "Mul":
+            positive.update(n.input)
+    # Unsqueeze'd vectors feeding Mul (densenet's scale) count as positive too
+    for n in m.graph.node:
+        if n.op_type == "Unsqueeze" and n.output[0] in positive:
+            positive.add(n.input[0])
+    # a saturated softmax (one-hot) hides differences in the logits: expose them as outputs too
+    outs = {o.name for o in m.graph.output}
+    for n in m.graph.node:
+        if n.op_type == "Softmax" and n.output[0] in outs and n.input[0] not in outs:
+            m.graph.output.append(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.FLOAT, None))
+    keep = []
+    for n in m.graph.node:
+        if n.op_type == "ConstantOfShape" and n.input[0] in inits:
+            shape = [int(v) for v in numpy_helper.to_array(inits[n.input[0]]).reshape(-1)]
+            if len(shape) >= 2:
+                fan_in = max(1, int(np.prod(shape[1:])))
+                a = rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
+            elif n.output[0] in positive:
+                a = rng.uniform(0.5, 1.5, shape)
+            else:
+                a = rng.standard_normal(shape) * 0.1
+            m.graph.initializer.append(numpy_helper.from_array(a.astype(np.float32), n.output[0]))
+        else:
+            keep.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    return m
+
+
+MAX_RANDOM_PARAMS = 50_000_000
+
+
+def light_params(path):
+    """Elements of the ConstantOfShape weights of a light model."""
+    m = onnx.load(path)
+    inits = {t.name: t for t in m.graph.initializer}
+    return sum(int(np.prod(numpy_helper.to_array(inits[n.input[0]])))
+               for n in m.graph.node if n.op_type == "ConstantOfShape" and n.input[0] in inits)
 
 
 def compare(got, want):
@@ -206,7 +264,17 @@ def main():
     if not args.no_light:
         ldir = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
         for p in sorted(glob.glob(os.path.join(ldir, "*.onnx"))):
-            jobs.append((os.path.basename(p)[:-5], p, None, True))
+            base = os.path.basename(p)[:-5]
+            jobs.append((base, p, None, True))
+            # the same architecture with random weights: a real numerical comparison. Not for the
+            # biggest (vgg19: 143M parameters, a 574 MB file): its ops are all covered by the others.
+            if light_params(p) > MAX_RANDOM_PARAMS:
+                continue
+            rp = os.path.join(args.models, "light", base + "_random.onnx")
+            if not os.path.exists(rp) or os.path.getmtime(rp) < os.path.getmtime(__file__):
+                os.makedirs(os.path.dirname(rp), exist_ok=True)
+                onnx.save(randomize_weights(onnx.load(p), SEED), rp)
+            jobs.append((base + " (random weights)", rp, None, True))
     if args.filter:
         jobs = [j for j in jobs if args.filter in j[0]]
 

@@ -7,6 +7,7 @@
 int ig__cmd_inspect(int argc, char **argv);
 int ig__cmd_run(int argc, char **argv);
 int ig__cmd_plan(int argc, char **argv);
+int ig__cmd_bench(int argc, char **argv);
 
 /* Shared helpers of the subcommands */
 /* Parse a positive integer option value; prints an error and returns false on garbage. */

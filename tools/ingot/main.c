@@ -22,6 +22,8 @@ static void usage(FILE *f)
             "                                              files or seeded random; outputs as .npy\n"
             "  plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE]\n"
             "                                              the static memory plan of the activations\n"
+            "  bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--no-graph] [--json]\n"
+            "                                              throughput, latency, memory on the GPU\n"
             "  version                                     print the version\n"
             "\n"
             "Run `ingot <command> --help` for a command's options.\n");
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "inspect")) return ig__cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return ig__cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return ig__cmd_bench(argc - 1, argv + 1);
 #ifndef INGOT_NO_CMD_PLAN
     if (!strcmp(cmd, "plan")) return ig__cmd_plan(argc - 1, argv + 1);
 #endif

@@ -414,7 +414,8 @@ __device__ __forceinline__ void element_offsets(const ig_ew_args &a, int64_t e, 
     if (a.out_contig) oo = e;
 }
 
-template <typename T, int V, int NR> __global__ void __launch_bounds__(EW_BLOCK) ew_kernel(const ig_ew_args a)
+template <typename T, int V, int NR>
+__global__ void __launch_bounds__(EW_BLOCK, NR > 2 ? 1 : 2) ew_kernel(const ig_ew_args a)
 {
     const int64_t n_vec = (a.n + V - 1) / V;
     const int last = a.rank - 1;

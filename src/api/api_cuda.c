@@ -1,0 +1,305 @@
+/*
+ * api_cuda.c -- the public API over the CUDA backend: engines and contexts built on src/cuda, the
+ * device-pointer entry points of include/ingot_cuda.h, and stubs for builds without CUDA (so api.c calls
+ * the same functions either way).
+ */
+#include "api_internal.h"
+
+#include <stdio.h>
+
+#ifdef INGOT_HAVE_CUDA
+
+#include "../cuda/cuda_backend.h"
+#include "ingot_cuda.h"
+
+#define MAX_IO 64
+
+ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err)
+{
+    ingot_model *m = e->model;
+    if (e->opts.precision != INGOT_DTYPE_FLOAT && e->opts.precision != INGOT_DTYPE_FLOAT16)
+        return ig__errf(err, INGOT_ERR_INVALID_ARG, "the CUDA backend runs float32 or float16, not %s",
+                        ingot_dtype_name(e->opts.precision));
+    if (!m->inferred)
+        return ig__errf(err, INGOT_ERR_INVALID_ARG, "the model's shapes are not inferred: call ingot_model_infer "
+                        "after binding shapes");
+    ig_cuda_engine_options o = {.precision = e->opts.precision, .workspace_limit = e->opts.workspace_limit};
+    return ig__cuda_engine_create(&m->g, &o, &e->cuda, err);
+}
+
+void ig__api_cuda_engine_destroy(ingot_engine *e)
+{
+    ig__cuda_engine_destroy(e->cuda);
+    e->cuda = NULL;
+}
+
+ingot_status ig__api_cuda_context_create(ingot_context *c, ig_err *err)
+{
+    ingot_status st = ig__cuda_ctx_create(c->engine->cuda, &c->engine->model->g, &c->cuda, err);
+    if (st == INGOT_OK && c->engine->model->inferred) c->generation = c->engine->model->generation;
+    return st;
+}
+
+void ig__api_cuda_context_destroy(ingot_context *c)
+{
+    ig__cuda_ctx_destroy(c->cuda);
+    c->cuda = NULL;
+}
+
+static const ingot_tensor *given(const ingot_tensor *ts, int64_t n, const char *name, int64_t pos)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ts[i].name && !strcmp(ts[i].name, name)) return &ts[i];
+    if (pos < n && !ts[pos].name) return &ts[pos];
+    return NULL;
+}
+
+ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err)
+{
+    const ig_graph *g = &c->engine->model->g;
+    ingot_status st = ig__cuda_ctx_select(c->cuda, g, err);
+    if (st != INGOT_OK) return st;
+    const void *ptrs[MAX_IO] = {0};
+    if (g->n_inputs > MAX_IO) return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "more than %d graph inputs", MAX_IO);
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        const ingot_tensor *t = given(inputs, n_inputs, g->values[g->inputs[i]].name, i);
+        ptrs[i] = t ? t->data : NULL;
+    }
+    return ig__cuda_ctx_run_host(c->cuda, ptrs, err);
+}
+
+ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out)
+{
+    const ig_graph *g = &c->engine->model->g;
+    memset(out, 0, sizeof *out);
+    int32_t rank = 0;
+    ingot_dtype dt;
+    size_t bytes;
+    const void *d = ig__cuda_ctx_host_output(c->cuda, (int32_t)i, &rank, out->dims, &dt, &bytes);
+    if (!d) return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "no output: the context has not run"});
+    out->name = g->values[g->outputs[i]].name;
+    out->dtype = dt;
+    out->rank = rank;
+    out->data = (void *)d;
+    out->bytes = bytes;
+    return INGOT_OK;
+}
+
+/* ---- include/ingot_cuda.h ----------------------------------------------------------------------------- */
+
+int ingot_cuda_available(char *why, size_t n)
+{
+    ig_err err = {0};
+    if (ig__cuda_probe(&err) == INGOT_OK) return 1;
+    if (why && n) snprintf(why, n, "%s", err.msg);
+    return 0;
+}
+
+static ingot_status not_cuda(const ingot_context *c)
+{
+    ig_err e = {0};
+    ig__errf(&e, INGOT_ERR_INVALID_ARG, "the context does not belong to a CUDA engine");
+    return ig__api_fail(c->engine->rt, &e);
+}
+
+ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
+                                        ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream)
+{
+    if (!c) return INGOT_ERR_INVALID_ARG;
+    if (!c->cuda) return not_cuda(c);
+    ingot_model *m = c->engine->model;
+    const ig_graph *g = &m->g;
+    ig_err err = {0};
+    if (g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
+        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_MODEL_UNSUPPORTED_OP, "more than 64 inputs or outputs"});
+    if ((n_inputs > 0 && !inputs) || (n_outputs > 0 && !outputs))
+        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "ingot_cuda_context_enqueue: NULL array"});
+    /* the common case first: the shapes of the current instance, no host work beyond pointer checks */
+    const void *in_ptr[MAX_IO] = {0};
+    int32_t ranks[MAX_IO];
+    const int64_t *dims[MAX_IO];
+    bool have_all = true;
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        const ig_value *v = &g->values[g->inputs[i]];
+        const ingot_tensor *t = given(inputs, n_inputs, v->name, i);
+        if (!t) {
+            have_all = false;
+            break;
+        }
+        if (t->dtype != v->dtype) {
+            ig__errf(&err, INGOT_ERR_INPUT, "input '%s': expected dtype %s, given %s", v->name,
+                     ingot_dtype_name(v->dtype), ingot_dtype_name(t->dtype));
+            return ig__api_fail(c->engine->rt, &err);
+        }
+        in_ptr[i] = t->data;
+        ranks[i] = t->rank;
+        dims[i] = t->dims;
+    }
+    if (!have_all || !ig__cuda_ctx_matches(c->cuda, ranks, dims, g->n_inputs)) {
+        /* a new shape: bind, infer, prepare (plans, may grow the arena, tunes, synchronises) */
+        for (int32_t i = 0; i < g->n_inputs; i++)
+            if (g->values[g->inputs[i]].flags & IG_VAL_SHAPE_INPUT)
+                return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INPUT,
+                                    "the model has inputs whose values decide shapes; run it with ingot_context_run"});
+        ingot_status st = ig__api_bind_infer(m, inputs, n_inputs, &err);
+        if (st == INGOT_OK) st = ig__cuda_ctx_select(c->cuda, g, &err);
+        if (st != INGOT_OK) return ig__api_fail(c->engine->rt, &err);
+    }
+    void *out_ptr[MAX_IO] = {0};
+    for (int32_t j = 0; j < g->n_outputs; j++) {
+        const char *name = g->values[g->outputs[j]].name;
+        ingot_tensor *o = NULL;
+        for (int64_t q = 0; q < n_outputs; q++)
+            if (outputs[q].name && !strcmp(outputs[q].name, name)) o = &outputs[q];
+        if (!o && j < n_outputs && !outputs[j].name) o = &outputs[j];
+        if (!o) continue;
+        int32_t rank;
+        ingot_dtype dt;
+        size_t bytes;
+        int64_t od[INGOT_MAX_RANK];
+        ig__cuda_ctx_output_shape(c->cuda, j, &rank, od, &dt, &bytes);
+        if (o->bytes < bytes || (!o->data && bytes)) {
+            ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' needs %zu bytes, the buffer has %zu", name, bytes, o->bytes);
+            return ig__api_fail(c->engine->rt, &err);
+        }
+        o->dtype = dt;
+        o->rank = rank;
+        memcpy(o->dims, od, sizeof(int64_t) * (size_t)rank);
+        o->bytes = bytes;
+        out_ptr[j] = o->data;
+    }
+    /* outputs nobody asked for still need somewhere to go: the staging of the host path is not
+     * planned for that, so every output must be given */
+    for (int32_t j = 0; j < g->n_outputs; j++)
+        if (!out_ptr[j]) {
+            size_t bytes;
+            int32_t rank;
+            ingot_dtype dt;
+            int64_t od[INGOT_MAX_RANK];
+            ig__cuda_ctx_output_shape(c->cuda, j, &rank, od, &dt, &bytes);
+            if (bytes) {
+                ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' was not given a buffer", g->values[g->outputs[j]].name);
+                return ig__api_fail(c->engine->rt, &err);
+            }
+        }
+    if (ig__cuda_ctx_enqueue(c->cuda, in_ptr, out_ptr, (void *)stream, &err) != INGOT_OK)
+        return ig__api_fail(c->engine->rt, &err);
+    c->generation = m->generation;
+    return INGOT_OK;
+}
+
+ingot_status ingot_cuda_context_output_info(const ingot_context *c, int64_t i, ingot_tensor *out)
+{
+    if (!c || !out) return INGOT_ERR_INVALID_ARG;
+    if (!c->cuda) return not_cuda(c);
+    const ig_graph *g = &c->engine->model->g;
+    if (i < 0 || i >= g->n_outputs) return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "output index out of range"});
+    memset(out, 0, sizeof *out);
+    int32_t rank = 0;
+    ingot_dtype dt = INGOT_DTYPE_UNDEFINED;
+    size_t bytes = 0;
+    if (ig__cuda_ctx_output_shape(c->cuda, (int32_t)i, &rank, out->dims, &dt, &bytes) != INGOT_OK)
+        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "the context has no prepared shape yet"});
+    out->name = g->values[g->outputs[i]].name;
+    out->rank = rank;
+    out->dtype = dt;
+    out->bytes = bytes;
+    return INGOT_OK;
+}
+
+ingot_status ingot_cuda_context_set_graphs(ingot_context *c, int enabled)
+{
+    if (!c) return INGOT_ERR_INVALID_ARG;
+    if (!c->cuda) return not_cuda(c);
+    ig__cuda_ctx_set_graphs(c->cuda, enabled);
+    return INGOT_OK;
+}
+
+ingot_status ingot_cuda_context_get_stats(const ingot_context *c, ingot_cuda_stats *out)
+{
+    if (!c || !out) return INGOT_ERR_INVALID_ARG;
+    if (!c->cuda) return not_cuda(c);
+    if (out->struct_size != sizeof *out)
+        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "ingot_cuda_stats: set struct_size"});
+    ig_cuda_stats s;
+    ig__cuda_ctx_stats(c->cuda, &s);
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->weights_bytes = s.weights_bytes;
+    out->arena_bytes = s.arena_bytes;
+    out->workspace_bytes = s.workspace_bytes;
+    out->activation_lower_bound_bytes = s.activation_lb_bytes;
+    out->no_reuse_bytes = s.no_reuse_bytes;
+    out->constant_bytes = s.const_bytes;
+    out->n_steps = s.n_steps;
+    out->n_nodes_fused = s.n_nodes_fused;
+    out->n_instances = s.n_instances;
+    out->graph_enabled = s.graph_enabled;
+    out->graph_captured = s.graph_captured;
+    out->graph_updates = s.graph_updates;
+    out->graph_captures = s.graph_captures;
+    memcpy(out->graph_fallback, s.graph_fallback, sizeof out->graph_fallback);
+    out->prepare_ms = s.prepare_ms;
+    out->tune_ms = s.tune_ms;
+    return INGOT_OK;
+}
+
+void ingot_cuda_alloc_counts(uint64_t *n_malloc, uint64_t *n_free, uint64_t *live_bytes)
+{
+    ig__cuda_alloc_counts(n_malloc, n_free, live_bytes);
+}
+
+int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
+                                   ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream, int64_t max,
+                                   char (*labels)[96], double *ms)
+{
+    if (!c || !c->cuda) return -1;
+    /* bind and select exactly as a run does, by running once */
+    if (ingot_cuda_context_enqueue(c, inputs, n_inputs, outputs, n_outputs, stream) != INGOT_OK) return -1;
+    const ig_graph *g = &c->engine->model->g;
+    const void *in_ptr[MAX_IO] = {0};
+    void *out_ptr[MAX_IO] = {0};
+    for (int32_t i = 0; i < g->n_inputs && i < MAX_IO; i++) {
+        const ingot_tensor *t = given(inputs, n_inputs, g->values[g->inputs[i]].name, i);
+        in_ptr[i] = t ? t->data : NULL;
+    }
+    for (int32_t j = 0; j < g->n_outputs && j < MAX_IO; j++) {
+        const ingot_tensor *t = given(outputs, n_outputs, g->values[g->outputs[j]].name, j);
+        out_ptr[j] = t ? t->data : NULL;
+    }
+    ig_err err = {0};
+    int64_t n = ig__cuda_ctx_profile(c->cuda, in_ptr, out_ptr, (void *)stream, max, labels, ms, &err);
+    if (n < 0) ig__api_fail(c->engine->rt, &err);
+    return n;
+}
+
+#else /* no CUDA backend in this build */
+
+ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err)
+{
+    (void)e;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this build of ingot has no CUDA backend; use the CPU backend");
+}
+void ig__api_cuda_engine_destroy(ingot_engine *e) { (void)e; }
+ingot_status ig__api_cuda_context_create(ingot_context *c, ig_err *err)
+{
+    (void)c;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this build of ingot has no CUDA backend");
+}
+void ig__api_cuda_context_destroy(ingot_context *c) { (void)c; }
+ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err)
+{
+    (void)c;
+    (void)inputs;
+    (void)n_inputs;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this build of ingot has no CUDA backend");
+}
+ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out)
+{
+    (void)c;
+    (void)i;
+    (void)out;
+    return INGOT_ERR_NO_DEVICE;
+}
+
+#endif

@@ -1,0 +1,222 @@
+/*
+ * conv.c -- convolutions through cuDNN: descriptors made once per instance, the algorithm chosen by
+ * timing (cudnnFindConvolutionForwardAlgorithmEx over the real buffers, under the step's workspace),
+ * bias + residual + ReLU fused through cudnnConvolutionBiasActivationForward.
+ *
+ * Channels-last fp16 tensors take cuDNN's tensor-core kernels (CUDNN_TENSOR_OP_MATH, fp32 accumulation).
+ * float32 convolutions are held to CUDNN_FMA_MATH, so no TF32 creeps in: fp32 results stay within 1e-3
+ * of the CPU reference.
+ */
+#include "cuda_internal.h"
+
+#include <stdio.h>
+
+#define CONV_CANDIDATES 8
+
+struct ig_cu_conv_prep {
+    cudnnTensorDescriptor_t x, y, b;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnActivationDescriptor_t act;
+    cudnnConvolutionFwdAlgo_t algo;
+    cudnnMathType_t math;
+    size_t ws;       /* workspace of the chosen algorithm */
+    size_t ws_plan;  /* workspace planned for the step */
+    bool tuned;
+};
+
+static cudnnDataType_t cudnn_type(ingot_dtype t)
+{
+    switch (t) {
+    case INGOT_DTYPE_FLOAT16: return CUDNN_DATA_HALF;
+    case INGOT_DTYPE_BFLOAT16: return CUDNN_DATA_BFLOAT16;
+    case INGOT_DTYPE_DOUBLE: return CUDNN_DATA_DOUBLE;
+    default: return CUDNN_DATA_FLOAT;
+    }
+}
+
+static const char *algo_name(cudnnConvolutionFwdAlgo_t a)
+{
+    switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "direct";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "fft";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "fft_tiling";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "winograd";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+    default: return "?";
+    }
+}
+
+const char *ig__cu_conv_algo_name(const ig_cu_step *s)
+{
+    return s->u.conv.prep && s->u.conv.prep->tuned ? algo_name(s->u.conv.prep->algo) : "untuned";
+}
+
+/* A 4-D descriptor from a view: the packed channels-last and row-major forms by name (so cuDNN takes
+ * its NHWC kernels), anything else through explicit strides. */
+static cudnnStatus_t set_tensor(cudnnTensorDescriptor_t d, const ig_cu_tensor *t)
+{
+    const int64_t *n = t->dims, *s = t->strides;
+    cudnnDataType_t dt = cudnn_type(t->dtype);
+    bool nhwc = (n[1] == 1 || s[1] == 1) && (n[3] == 1 || s[3] == n[1]) && (n[2] == 1 || s[2] == n[3] * n[1]) &&
+                (n[0] == 1 || s[0] == n[2] * n[3] * n[1]);
+    bool nchw = ig__cu_tensor_contig(t);
+    if (nhwc && !nchw) return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3]);
+    if (nchw) return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3]);
+    return cudnnSetTensor4dDescriptorEx(d, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)s[0], (int)s[1],
+                                        (int)s[2], (int)s[3]);
+}
+
+void ig__cu_conv_release(ig_cu_step *s)
+{
+    struct ig_cu_conv_prep *c = s->u.conv.prep;
+    if (!c) return;
+    if (c->x) cudnnDestroyTensorDescriptor(c->x);
+    if (c->y) cudnnDestroyTensorDescriptor(c->y);
+    if (c->b) cudnnDestroyTensorDescriptor(c->b);
+    if (c->w) cudnnDestroyFilterDescriptor(c->w);
+    if (c->conv) cudnnDestroyConvolutionDescriptor(c->conv);
+    if (c->act) cudnnDestroyActivationDescriptor(c->act);
+    ig__free(c);
+    s->u.conv.prep = NULL;
+}
+
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
+                                 size_t *ws_bytes, const char *label, ig_err *err)
+{
+    ig_cu_conv *cv = &s->u.conv;
+    ingot_status st;
+    ig__cu_conv_release(s);
+    struct ig_cu_conv_prep *c = ig__calloc(1, sizeof *c);
+    if (!c) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    cv->prep = c;
+    const ig_cu_tensor *x = &p->tensors[cv->x], *w = &p->tensors[cv->w], *y = &p->tensors[cv->y];
+    bool half = x->dtype != INGOT_DTYPE_FLOAT;
+    if ((st = IG_CUDNN(err, label, cudnnCreateTensorDescriptor(&c->x))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnCreateTensorDescriptor(&c->y))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnCreateTensorDescriptor(&c->b))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnCreateFilterDescriptor(&c->w))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnCreateConvolutionDescriptor(&c->conv))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnCreateActivationDescriptor(&c->act))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, set_tensor(c->x, x))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, set_tensor(c->y, y))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnSetTensor4dDescriptor(c->b, CUDNN_TENSOR_NCHW, cudnn_type(y->dtype), 1,
+                                                              (int)y->dims[1], 1, 1))) != INGOT_OK)
+        return st;
+    /* the filter's layout (KRSC for channels-last) was fixed by its weight request */
+    const ig_cu_buf *wb = &p->bufs[w->buf];
+    bool krsc = wb->wreq >= 0 && p->wreqs[wb->wreq].nhwc != 0;
+    if ((st = IG_CUDNN(err, label, cudnnSetFilter4dDescriptor(c->w, cudnn_type(w->dtype),
+                                                              krsc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                                              (int)w->dims[0], (int)w->dims[1], (int)w->dims[2],
+                                                              (int)w->dims[3]))) != INGOT_OK)
+        return st;
+    if ((st = IG_CUDNN(err, label, cudnnSetConvolution2dDescriptor(c->conv, cv->pad[0], cv->pad[1], cv->stride[0],
+                                                                   cv->stride[1], cv->dil[0], cv->dil[1],
+                                                                   CUDNN_CROSS_CORRELATION,
+                                                                   x->dtype == INGOT_DTYPE_DOUBLE ? CUDNN_DATA_DOUBLE
+                                                                                                  : CUDNN_DATA_FLOAT))) != INGOT_OK)
+        return st;
+    if ((st = IG_CUDNN(err, label, cudnnSetConvolutionGroupCount(c->conv, cv->group))) != INGOT_OK) return st;
+    c->math = half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    if ((st = IG_CUDNN(err, label, cudnnSetConvolutionMathType(c->conv, c->math))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, cudnnSetActivationDescriptor(c->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
+                                                                0.0))) != INGOT_OK)
+        return st;
+    int on, oc, oh, ow;
+    if ((st = IG_CUDNN(err, label, cudnnGetConvolution2dForwardOutputDim(c->conv, c->x, c->w, &on, &oc, &oh, &ow))) != INGOT_OK)
+        return st;
+    if (on != y->dims[0] || oc != y->dims[1] || oh != y->dims[2] || ow != y->dims[3])
+        return ig__errf(err, INGOT_ERR_INTERNAL, "node %s: cuDNN computes output [%d,%d,%d,%d], the graph says "
+                        "[%lld,%lld,%lld,%lld]", label, on, oc, oh, ow, (long long)y->dims[0], (long long)y->dims[1],
+                        (long long)y->dims[2], (long long)y->dims[3]);
+    cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
+    int n = 0;
+    if ((st = IG_CUDNN(err, label, cudnnGetConvolutionForwardAlgorithm_v7(L->cudnn, c->x, c->w, c->conv, c->y,
+                                                                          CONV_CANDIDATES, &n, perf))) != INGOT_OK)
+        return st;
+    size_t ws = 0;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_limit) continue;
+        if (!any) {
+            c->algo = perf[i].algo;
+            c->ws = perf[i].memory;
+            any = true;
+        }
+        if (perf[i].memory > ws) ws = perf[i].memory;
+    }
+    if (!any)
+        return ig__errf(err, INGOT_ERR_CUDNN, "node %s: cuDNN offers no convolution algorithm within the %zu-byte "
+                        "workspace limit", label, ws_limit);
+    c->ws_plan = ws;
+    *ws_bytes = ws;
+    return INGOT_OK;
+}
+
+static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, cudnnConvolutionFwdAlgo_t algo, void *const *ptrs,
+                               void *ws, size_t ws_bytes)
+{
+    const ig_cu_conv *cv = &s->u.conv;
+    const struct ig_cu_conv_prep *c = cv->prep;
+    const float one = 1.f, zero = 0.f;
+    if (cv->relu) {
+        const float alpha2 = cv->z >= 0 ? 1.f : 0.f;
+        const void *z = cv->z >= 0 ? ptrs[cv->z] : ptrs[cv->y];
+        return cudnnConvolutionBiasActivationForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, algo,
+                                                     ws, ws_bytes, &alpha2, c->y, z, c->b, ptrs[cv->b], c->act, c->y,
+                                                     ptrs[cv->y]);
+    }
+    return cudnnConvolutionForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, algo, ws, ws_bytes,
+                                   &zero, c->y, ptrs[cv->y]);
+}
+
+ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
+                              cudaStream_t stream, const char *label, ig_err *err)
+{
+    ig_cu_conv *cv = &s->u.conv;
+    struct ig_cu_conv_prep *c = cv->prep;
+    ingot_status st;
+    if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
+    cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
+    int n = 0;
+    cudnnStatus_t cs = cudnnFindConvolutionForwardAlgorithmEx(L->cudnn, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv,
+                                                              c->y, ptrs[cv->y], CONV_CANDIDATES, &n, perf, ws, ws_bytes);
+    if (cs != CUDNN_STATUS_SUCCESS) n = 0; /* keep the heuristic's choice */
+    for (int i = 0; i < n; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;
+        if (c->math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+            continue;
+        if (cv->relu) {
+            /* the fused call does not take every algorithm: try it once */
+            cudnnStatus_t t = conv_call(L, s, perf[i].algo, ptrs, ws, ws_bytes);
+            if (t != CUDNN_STATUS_SUCCESS) {
+                cudaGetLastError();
+                continue;
+            }
+        }
+        c->algo = perf[i].algo;
+        c->ws = perf[i].memory;
+        if (c->math != CUDNN_FMA_MATH) {
+            c->math = perf[i].mathType;
+            cudnnSetConvolutionMathType(c->conv, c->math);
+        }
+        break;
+    }
+    /* the chosen (or heuristic) algorithm must run */
+    if ((st = IG_CUDNN(err, label, conv_call(L, s, c->algo, ptrs, ws, ws_bytes))) != INGOT_OK) return st;
+    c->tuned = true;
+    return IG_CU(err, label, cudaStreamSynchronize(stream));
+}
+
+ingot_status ig__cu_conv_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,
+                             const char *label, ig_err *err)
+{
+    const struct ig_cu_conv_prep *c = s->u.conv.prep;
+    ingot_status st;
+    if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
+    return IG_CUDNN(err, label, conv_call(L, s, c->algo, ptrs, ws, c->ws_plan));
+}

@@ -1,0 +1,984 @@
+/*
+ * exec.c -- engines, contexts and instances of the CUDA backend.
+ *
+ * An instance is the device program for one set of input shapes: its steps, the offset of every buffer
+ * in the context's arena (the planner's packing core over the steps' lifetimes, per-step workspaces
+ * included), the pointers of every tensor, tuned library algorithms, and a CUDA Graph. A context keeps
+ * one arena -- ONE device allocation, sized for the largest instance -- and a few instances.
+ *
+ * A run of an instance: no allocation, no free, no synchronisation. The first run of an instance
+ * executes the steps on the caller's stream (which also loads every kernel module) and then captures
+ * them into a graph on a private stream (capture records, it does not execute); later runs launch the
+ * graph. Only the input/output copy steps see the caller's pointers; when those change, their kernel
+ * nodes are patched in place (cudaGraphExecKernelNodeSetParams), never re-instantiated. A capture that
+ * fails leaves the instance running step by step, with the reason kept for the report.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cuda_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define MAX_INSTANCES 8
+#define ARENA_ALIGN 256
+#define DEFAULT_WS_LIMIT ((size_t)256 << 20)
+
+struct ig_cuda_engine {
+    const ig_graph *g;
+    ig_cuda_engine_options o;
+    ig_cu_lower_options lo;
+    ig_cu_weights w;
+    bool weights_ready;
+};
+
+typedef struct instance {
+    int32_t n_in;
+    int32_t in_rank[16];
+    int64_t in_dims[16][IG_MAX_RANK];
+    uint64_t in_hash;             /* values of shape-deciding inputs */
+    ig_cu_prog prog;
+    void **tptr;                  /* [n_tensors] device pointer of every tensor */
+    int32_t *staging_in;          /* [n_inputs] arena buffers for the host path (-1) */
+    int32_t *staging_out;         /* [n_outputs] */
+    void **host_out;              /* [n_outputs] pinned host copies of the outputs */
+    size_t arena_need;
+    size_t workspace_max, lower_bound, no_reuse, const_bytes;
+    bool bound;                   /* tptr valid for the current arena */
+    cudaGraphExec_t exec;
+    cudaGraph_t graph;
+    bool captured, capture_failed;
+    char fallback[256];
+    cudaGraphNode_t *io_node;     /* [n_steps] kernel node of each io_patch step */
+    const void **baked;           /* [n_tensors] pointers baked into the graph for the io tensors */
+    double prepare_ms, tune_ms;
+} instance;
+
+struct ig_cuda_ctx {
+    ig_cuda_engine *e;
+    ig_cu_libs libs;
+    cudaStream_t stream;          /* private: tuning, host-path copies, capture */
+    void *arena;
+    size_t arena_bytes;
+    instance *inst[MAX_INSTANCES];
+    int32_t n_inst, cur;
+    bool graphs;
+    bool failed;
+    ingot_status fail_status;
+    int64_t graph_updates, graph_captures, n_prepared;
+    bool sync_debug;              /* INGOT_CUDA_SYNC=1: synchronise after every step, naming a faulting node */
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- engine ---------------------------------------------------------------------------------------- */
+
+static bool shapes_concrete(const ig_graph *g)
+{
+    for (int32_t v = 0; v < g->n_values; v++) {
+        const ig_value *x = &g->values[v];
+        if (x->dtype != INGOT_DTYPE_UNDEFINED && !ig__shape_known(&x->shape)) {
+            if (x->producer >= 0 && g->nodes[x->producer].folded) continue;
+            return false;
+        }
+    }
+    return true;
+}
+
+ingot_status ig__cuda_check_graph(const ig_graph *g, ig_err *err)
+{
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const ig_node *n = &g->nodes[g->order[k]];
+        if (n->folded) continue;
+        const char *why = ig__cu_op_unsupported(g, n);
+        if (why)
+            return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "node '%s' (%s): CUDA backend: %s", ig__node_label(n),
+                            n->op_type, why);
+    }
+    return INGOT_OK;
+}
+
+static ingot_status engine_weights(ig_cuda_engine *e, const ig_graph *g, const ig_cu_prog *p, ig_err *err)
+{
+    if (e->weights_ready) return INGOT_OK;
+    ingot_status st = ig__cu_weights_build(g, p, &e->w, err);
+    if (st == INGOT_OK) e->weights_ready = true;
+    return st;
+}
+
+ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_options *o, ig_cuda_engine **out,
+                                    ig_err *err)
+{
+    *out = NULL;
+    ingot_status st = ig__cuda_probe(err);
+    if (st != INGOT_OK) return st;
+    if ((st = ig__cuda_check_graph(g, err)) != INGOT_OK) return st;
+    ig_cuda_engine *e = ig__calloc(1, sizeof *e);
+    if (!e) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    e->g = g;
+    e->o = *o;
+    if (!e->o.workspace_limit) e->o.workspace_limit = DEFAULT_WS_LIMIT;
+    e->lo.precision = o->precision == INGOT_DTYPE_FLOAT16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
+    const char *env = getenv("INGOT_CUDA_NCHW");
+    e->lo.nhwc = !(env && env[0] == '1');
+    env = getenv("INGOT_CUDA_GELU_EPILOGUE");
+    e->lo.gelu_epilogue = !(env && env[0] == '0');
+    env = getenv("INGOT_CUDA_ATTENTION");
+    e->lo.attention = !(env && env[0] == '0');
+    if (shapes_concrete(g)) {
+        ig_cu_prog p;
+        if ((st = ig__cu_lower(g, &e->lo, &p, err)) != INGOT_OK) goto fail;
+        st = engine_weights(e, g, &p, err);
+        ig__cu_prog_free(&p);
+        if (st != INGOT_OK) goto fail;
+    }
+    *out = e;
+    return INGOT_OK;
+fail:
+    ig__cuda_engine_destroy(e);
+    return st;
+}
+
+void ig__cuda_engine_destroy(ig_cuda_engine *e)
+{
+    if (!e) return;
+    ig__cu_weights_free(&e->w);
+    ig__free(e);
+}
+
+/* ---- instances --------------------------------------------------------------------------------------- */
+
+static void step_release(ig_cu_step *s)
+{
+    if (s->kind == IG_ST_CONV) ig__cu_conv_release(s);
+    else if (s->kind == IG_ST_GEMM) ig__cu_gemm_release(s);
+}
+
+static void instance_drop_graph(instance *in)
+{
+    if (in->exec) cudaGraphExecDestroy(in->exec);
+    if (in->graph) cudaGraphDestroy(in->graph);
+    in->exec = NULL;
+    in->graph = NULL;
+    in->captured = false;
+}
+
+static void instance_free(instance *in)
+{
+    if (!in) return;
+    instance_drop_graph(in);
+    for (int32_t i = 0; i < in->prog.n_steps; i++) step_release(&in->prog.steps[i]);
+    if (in->host_out)
+        for (int32_t j = 0; j < in->prog.n_outputs; j++)
+            if (in->host_out[j]) cudaFreeHost(in->host_out[j]);
+    ig__free(in->host_out);
+    ig__free(in->tptr);
+    ig__free(in->staging_in);
+    ig__free(in->staging_out);
+    ig__free(in->io_node);
+    ig__free(in->baked);
+    ig__cu_prog_free(&in->prog);
+    ig__free(in);
+}
+
+/* The tensors a step reads or writes. */
+static int step_tensors(const ig_cu_step *s, int32_t *ids)
+{
+    int n = 0;
+    switch (s->kind) {
+    case IG_ST_EW:
+        ids[n++] = s->u.ew.out;
+        for (int i = 0; i < s->u.ew.n_in; i++) ids[n++] = s->u.ew.in[i];
+        break;
+    case IG_ST_CONV:
+        ids[n++] = s->u.conv.x; ids[n++] = s->u.conv.w; ids[n++] = s->u.conv.y;
+        if (s->u.conv.b >= 0) ids[n++] = s->u.conv.b;
+        if (s->u.conv.z >= 0) ids[n++] = s->u.conv.z;
+        break;
+    case IG_ST_GEMM:
+        ids[n++] = s->u.gemm.a; ids[n++] = s->u.gemm.b; ids[n++] = s->u.gemm.d;
+        if (s->u.gemm.bias >= 0) ids[n++] = s->u.gemm.bias;
+        if (s->u.gemm.c >= 0) ids[n++] = s->u.gemm.c;
+        break;
+    case IG_ST_SOFTMAX: ids[n++] = s->u.softmax.x; ids[n++] = s->u.softmax.y; break;
+    case IG_ST_LAYERNORM:
+        ids[n++] = s->u.ln.x; ids[n++] = s->u.ln.y; ids[n++] = s->u.ln.gamma;
+        if (s->u.ln.beta >= 0) ids[n++] = s->u.ln.beta;
+        break;
+    case IG_ST_REDUCE: ids[n++] = s->u.reduce.x; ids[n++] = s->u.reduce.y; break;
+    case IG_ST_POOL: ids[n++] = s->u.pool.x; ids[n++] = s->u.pool.y; break;
+    case IG_ST_GATHER: ids[n++] = s->u.gather.x; ids[n++] = s->u.gather.idx; ids[n++] = s->u.gather.y; break;
+    case IG_ST_FILL: ids[n++] = s->u.fill.y; break;
+    case IG_ST_ATTENTION:
+        ids[n++] = s->u.attn.q; ids[n++] = s->u.attn.k; ids[n++] = s->u.attn.v; ids[n++] = s->u.attn.o;
+        if (s->u.attn.mask >= 0) ids[n++] = s->u.attn.mask;
+        break;
+    default: break;
+    }
+    return n;
+}
+
+static int32_t step_scratch(const ig_cu_step *s)
+{
+    if (s->kind == IG_ST_CONV) return s->u.conv.scratch;
+    if (s->kind == IG_ST_GEMM) return s->u.gemm.scratch;
+    return -1;
+}
+
+static int32_t add_arena_buf(ig_cu_prog *p, size_t bytes, int32_t first, int32_t last)
+{
+    if (p->n_bufs + 1 > p->cap_bufs) {
+        int32_t nc = p->cap_bufs ? p->cap_bufs * 2 : 64;
+        ig_cu_buf *nb = ig__realloc(p->bufs, sizeof *nb * (size_t)nc);
+        if (!nb) return -1;
+        p->bufs = nb;
+        p->cap_bufs = nc;
+    }
+    ig_cu_buf *b = &p->bufs[p->n_bufs];
+    memset(b, 0, sizeof *b);
+    b->loc = IG_LOC_ARENA;
+    b->bytes = bytes;
+    b->io = -1;
+    b->wreq = -1;
+    b->first = first;
+    b->last = last;
+    b->alias = -1;
+    return p->n_bufs++;
+}
+
+static const char *label_of(const ig_cu_prog *p, const ig_cu_step *s, char *buf, size_t n)
+{
+    return ig__cu_step_label(p, s, buf, n);
+}
+
+/* Plan the arena: lifetimes from the steps, then the packing core. */
+static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    int32_t ids[16];
+    for (int32_t b = 0; b < p->n_bufs; b++)
+        if (!p->bufs[b].is_scratch && p->bufs[b].loc == IG_LOC_ARENA && !p->bufs[b].is_const) {
+            p->bufs[b].first = INT32_MAX;
+            p->bufs[b].last = -1;
+        }
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        int n = step_tensors(&p->steps[s], ids);
+        for (int i = 0; i < n; i++) {
+            ig_cu_buf *b = &p->bufs[p->tensors[ids[i]].buf];
+            if (b->loc != IG_LOC_ARENA || b->is_const || b->is_scratch) continue;
+            if (s < b->first) b->first = s;
+            if (s > b->last) b->last = s;
+        }
+    }
+    int32_t last_step = p->n_steps > 0 ? p->n_steps - 1 : 0;
+    /* graph outputs stay readable until the output copies; constants live throughout */
+    for (int32_t b = 0; b < p->n_bufs; b++) {
+        ig_cu_buf *x = &p->bufs[b];
+        if (x->loc != IG_LOC_ARENA) continue;
+        if (x->is_const) {
+            x->first = 0;
+            x->last = last_step;
+        } else if (x->last < 0) {
+            x->first = x->last = 0; /* never used */
+            x->bytes = x->is_scratch ? x->bytes : 0;
+        }
+    }
+    int32_t n = 0;
+    for (int32_t b = 0; b < p->n_bufs; b++) n += p->bufs[b].loc == IG_LOC_ARENA;
+    ig_pack_buf *pb = ig__calloc((size_t)n + 1, sizeof *pb);
+    uint64_t *off = ig__calloc((size_t)n + 1, sizeof *off);
+    int32_t *map = ig__calloc((size_t)n + 1, sizeof *map);
+    if (!pb || !off || !map) {
+        ig__free(pb);
+        ig__free(off);
+        ig__free(map);
+        return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory planning the arena");
+    }
+    int32_t k = 0;
+    in->const_bytes = 0;
+    in->workspace_max = 0;
+    for (int32_t b = 0; b < p->n_bufs; b++) {
+        ig_cu_buf *x = &p->bufs[b];
+        if (x->loc != IG_LOC_ARENA) continue;
+        pb[k].size = x->bytes;
+        pb[k].first = x->first;
+        pb[k].last = x->last;
+        map[k++] = b;
+        if (x->is_const) in->const_bytes += x->bytes;
+        if (x->is_scratch == 1 && x->bytes > in->workspace_max) in->workspace_max = x->bytes;
+    }
+    ig_pack_options po = ig__pack_options_default();
+    po.align = ARENA_ALIGN;
+    ig_pack_result res;
+    memset(&res, 0, sizeof res);
+    ingot_status st = ig__pack(pb, k, &po, off, &res, err);
+    if (st == INGOT_OK) {
+        for (int32_t i = 0; i < k; i++) p->bufs[map[i]].offset = off[i];
+        in->arena_need = res.arena;
+        in->lower_bound = res.lower_bound;
+        in->no_reuse = res.no_reuse;
+    }
+    ig__free(pb);
+    ig__free(off);
+    ig__free(map);
+    (void)c;
+    return st;
+}
+
+static void *buf_base(const ig_cuda_ctx *c, const ig_cu_prog *p, int32_t b)
+{
+    const ig_cu_buf *x = &p->bufs[b];
+    switch (x->loc) {
+    case IG_LOC_ARENA: return (char *)c->arena + x->offset;
+    case IG_LOC_WEIGHT: return (char *)c->e->w.dev + x->offset;
+    default: return NULL;
+    }
+}
+
+static void bind_instance(ig_cuda_ctx *c, instance *in)
+{
+    ig_cu_prog *p = &in->prog;
+    for (int32_t t = 0; t < p->n_tensors; t++) {
+        const ig_cu_tensor *x = &p->tensors[t];
+        char *base = buf_base(c, p, x->buf);
+        in->tptr[t] = base ? base + (size_t)x->offset * ingot_dtype_size(x->dtype) : NULL;
+    }
+    in->bound = true;
+}
+
+/* Grow the context's one allocation to `need` bytes; instances bound to the old one lose their
+ * pointers and graphs (they re-bind lazily). */
+static ingot_status ensure_arena(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    size_t need = in->arena_need ? in->arena_need : ARENA_ALIGN;
+    if (c->arena && c->arena_bytes >= need) return INGOT_OK;
+    for (int32_t i = 0; i < c->n_inst; i++) {
+        instance_drop_graph(c->inst[i]);
+        c->inst[i]->bound = false;
+    }
+    if (c->arena) {
+        cudaStreamSynchronize(c->stream);
+        cudaDeviceSynchronize(); /* the old arena may still be in use by the caller's stream */
+        ig__cu_free(c->arena);
+        c->arena = NULL;
+        c->arena_bytes = 0;
+    }
+    cudaError_t e = ig__cu_malloc(&c->arena, need);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        if (e == cudaErrorMemoryAllocation)
+            return ig__errf(err, INGOT_ERR_DEVICE_OOM,
+                            "the context needs %zu bytes of device memory (activations and workspaces: %zu, of which "
+                            "largest workspace %zu, constants %zu; weights already hold %zu); %zu bytes are free",
+                            need, need - in->const_bytes, in->workspace_max, in->const_bytes, c->e->w.bytes, free_b);
+        return IG_CU(err, NULL, e);
+    }
+    c->arena_bytes = need;
+    return INGOT_OK;
+}
+
+static ingot_status upload_consts(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    for (int32_t b = 0; b < p->n_bufs; b++) {
+        const ig_cu_buf *x = &p->bufs[b];
+        if (x->loc != IG_LOC_ARENA || !x->is_const || !x->bytes) continue;
+        void *host = malloc(x->bytes);
+        if (!host) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory");
+        ingot_status st = ig__cu_wreq_fill(p->g, &p->wreqs[x->wreq], host, err);
+        if (st == INGOT_OK) st = IG_CU(err, NULL, cudaMemcpy((char *)c->arena + x->offset, host, x->bytes,
+                                                             cudaMemcpyHostToDevice));
+        free(host);
+        if (st != INGOT_OK) return st;
+    }
+    return INGOT_OK;
+}
+
+static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    char lbl[256];
+    double t0 = now_ms();
+    /* arena contents are arbitrary here: tuning writes only outputs and workspaces */
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        ig_cu_step *st = &p->steps[s];
+        int32_t sb = step_scratch(st);
+        void *ws = sb >= 0 ? buf_base(c, p, sb) : NULL;
+        size_t wsb = sb >= 0 ? p->bufs[sb].bytes : 0;
+        ingot_status r = INGOT_OK;
+        if (st->kind == IG_ST_CONV)
+            r = ig__cu_conv_tune(&c->libs, st, in->tptr, ws, wsb, c->stream, label_of(p, st, lbl, sizeof lbl), err);
+        else if (st->kind == IG_ST_GEMM)
+            r = ig__cu_gemm_tune(&c->libs, st, in->tptr, ws, wsb, c->stream, label_of(p, st, lbl, sizeof lbl), err);
+        if (r != INGOT_OK) return r;
+    }
+    in->tune_ms = now_ms() - t0;
+    return INGOT_OK;
+}
+
+static bool key_matches(const instance *in, const ig_graph *g);
+static void key_fill(instance *in, const ig_graph *g);
+
+static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance **out, ig_err *err)
+{
+    double t0 = now_ms();
+    ingot_status st;
+    instance *in = ig__calloc(1, sizeof *in);
+    if (!in) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    key_fill(in, g);
+    if ((st = ig__cu_lower(g, &c->e->lo, &in->prog, err)) != INGOT_OK) goto fail;
+    ig_cu_prog *p = &in->prog;
+    if ((st = engine_weights(c->e, g, p, err)) != INGOT_OK) goto fail;
+    /* weights the engine holds; anything else becomes an instance constant in the arena */
+    for (int32_t b = 0; b < p->n_bufs; b++) {
+        ig_cu_buf *x = &p->bufs[b];
+        if (x->loc != IG_LOC_WEIGHT) continue;
+        uint64_t off = ig__cu_weights_find(&c->e->w, &p->wreqs[x->wreq]);
+        if (off == UINT64_MAX) {
+            x->loc = IG_LOC_ARENA;
+            x->is_const = 1;
+        } else {
+            x->offset = off;
+        }
+    }
+    /* workspaces and library descriptors */
+    char lbl[256];
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        ig_cu_step *stp = &p->steps[s];
+        size_t ws = 0;
+        if (stp->kind == IG_ST_CONV)
+            st = ig__cu_conv_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl), err);
+        else if (stp->kind == IG_ST_GEMM)
+            st = ig__cu_gemm_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl), err);
+        else
+            continue;
+        if (st != INGOT_OK) goto fail;
+        int32_t b = add_arena_buf(p, ws, s, s);
+        if (b < 0) goto oom;
+        p->bufs[b].is_scratch = 1;
+        if (stp->kind == IG_ST_CONV) stp->u.conv.scratch = b;
+        else stp->u.gemm.scratch = b;
+    }
+    /* staging for the host path: inputs live until their copy step, outputs from theirs */
+    in->staging_in = ig__calloc((size_t)p->n_inputs + 1, sizeof(int32_t));
+    in->staging_out = ig__calloc((size_t)p->n_outputs + 1, sizeof(int32_t));
+    in->host_out = ig__calloc((size_t)p->n_outputs + 1, sizeof(void *));
+    if (!in->staging_in || !in->staging_out || !in->host_out) goto oom;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        in->staging_in[i] = -1;
+        if (p->in_tensor[i] < 0) continue;
+        int32_t use = 0;
+        for (int32_t s = 0; s < p->n_steps; s++)
+            if (p->steps[s].kind == IG_ST_EW && p->steps[s].io_patch && p->steps[s].u.ew.in[0] == p->in_tensor[i]) use = s;
+        in->staging_in[i] = add_arena_buf(p, p->bufs[p->tensors[p->in_tensor[i]].buf].bytes, 0, use);
+        if (in->staging_in[i] < 0) goto oom;
+        p->bufs[in->staging_in[i]].is_scratch = 2; /* staging: a fixed lifetime, not a workspace */
+    }
+    for (int32_t j = 0; j < p->n_outputs; j++) {
+        int32_t use = p->n_steps ? p->n_steps - 1 : 0;
+        for (int32_t s = 0; s < p->n_steps; s++)
+            if (p->steps[s].kind == IG_ST_EW && p->steps[s].io_patch && p->steps[s].u.ew.out == p->out_tensor[j]) use = s;
+        size_t bytes = p->bufs[p->tensors[p->out_tensor[j]].buf].bytes;
+        in->staging_out[j] = add_arena_buf(p, bytes, use, p->n_steps ? p->n_steps - 1 : 0);
+        if (in->staging_out[j] < 0) goto oom;
+        p->bufs[in->staging_out[j]].is_scratch = 2;
+        if ((st = IG_CU(err, NULL, cudaMallocHost(&in->host_out[j], bytes ? bytes : 16))) != INGOT_OK) goto fail;
+    }
+    if ((st = plan_instance(c, in, err)) != INGOT_OK) goto fail;
+    in->tptr = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
+    in->io_node = ig__calloc((size_t)p->n_steps + 1, sizeof(cudaGraphNode_t));
+    in->baked = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
+    if (!in->tptr || !in->io_node || !in->baked) goto oom;
+    if ((st = ensure_arena(c, in, err)) != INGOT_OK) goto fail;
+    bind_instance(c, in);
+    if ((st = upload_consts(c, in, err)) != INGOT_OK) goto fail;
+    if ((st = tune_instance(c, in, err)) != INGOT_OK) goto fail;
+    in->prepare_ms = now_ms() - t0;
+    c->n_prepared++;
+    *out = in;
+    return INGOT_OK;
+oom:
+    st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory preparing the CUDA instance");
+fail:
+    instance_free(in);
+    return st;
+}
+
+static uint64_t shape_input_hash(const ig_graph *g)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        const ig_value *v = &g->values[g->inputs[i]];
+        if (!(v->flags & IG_VAL_CONST)) continue;
+        const unsigned char *d = v->c.data;
+        for (size_t k = 0; k < v->c.n_bytes; k++) h = (h ^ d[k]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static void key_fill(instance *in, const ig_graph *g)
+{
+    in->n_in = g->n_inputs < 16 ? g->n_inputs : 16;
+    for (int32_t i = 0; i < in->n_in; i++) {
+        const ig_value *v = &g->values[g->inputs[i]];
+        in->in_rank[i] = v->shape.rank;
+        for (int32_t k = 0; k < v->shape.rank; k++) in->in_dims[i][k] = v->shape.d[k].n;
+    }
+    in->in_hash = shape_input_hash(g);
+}
+
+static bool key_matches(const instance *in, const ig_graph *g)
+{
+    if (in->n_in != (g->n_inputs < 16 ? g->n_inputs : 16)) return false;
+    for (int32_t i = 0; i < in->n_in; i++) {
+        const ig_value *v = &g->values[g->inputs[i]];
+        if (in->in_rank[i] != v->shape.rank) return false;
+        for (int32_t k = 0; k < v->shape.rank; k++)
+            if (in->in_dims[i][k] != v->shape.d[k].n) return false;
+    }
+    return in->in_hash == shape_input_hash(g);
+}
+
+bool ig__cuda_ctx_matches(const ig_cuda_ctx *c, const int32_t *ranks, const int64_t *const *dims, int32_t n)
+{
+    if (c->cur < 0) return false;
+    const instance *in = c->inst[c->cur];
+    if (n != in->n_in) return false;
+    for (int32_t i = 0; i < n; i++) {
+        if (ranks[i] != in->in_rank[i]) return false;
+        for (int32_t k = 0; k < ranks[i]; k++)
+            if (dims[i][k] != in->in_dims[i][k]) return false;
+    }
+    return true;
+}
+
+/* ---- context ------------------------------------------------------------------------------------------ */
+
+ingot_status ig__cuda_ctx_create(ig_cuda_engine *e, const ig_graph *g, ig_cuda_ctx **out, ig_err *err)
+{
+    *out = NULL;
+    ingot_status st;
+    ig_cuda_ctx *c = ig__calloc(1, sizeof *c);
+    if (!c) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    c->e = e;
+    c->cur = -1;
+    c->graphs = true;
+    const char *env = getenv("INGOT_CUDA_SYNC");
+    c->sync_debug = env && env[0] == '1';
+    env = getenv("INGOT_CUDA_GRAPHS");
+    if (env && env[0] == '0') c->graphs = false;
+    if ((st = IG_CU(err, NULL, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking))) != INGOT_OK) goto fail;
+    if ((st = IG_CUDNN(err, NULL, cudnnCreate(&c->libs.cudnn))) != INGOT_OK) goto fail;
+    if ((st = IG_CUBLAS(err, NULL, cublasLtCreate(&c->libs.lt))) != INGOT_OK) goto fail;
+    if (shapes_concrete(g) && (st = ig__cuda_ctx_select(c, g, err)) != INGOT_OK) goto fail;
+    *out = c;
+    return INGOT_OK;
+fail:
+    ig__cuda_ctx_destroy(c);
+    return st;
+}
+
+void ig__cuda_ctx_destroy(ig_cuda_ctx *c)
+{
+    if (!c) return;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    cudaDeviceSynchronize(); /* the caller's stream may still be running our graph */
+    for (int32_t i = 0; i < c->n_inst; i++) instance_free(c->inst[i]);
+    if (c->arena) ig__cu_free(c->arena);
+    if (c->libs.cudnn) cudnnDestroy(c->libs.cudnn);
+    if (c->libs.lt) cublasLtDestroy(c->libs.lt);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    ig__free(c);
+}
+
+ingot_status ig__cuda_ctx_select(ig_cuda_ctx *c, const ig_graph *g, ig_err *err)
+{
+    if (c->failed)
+        return ig__errf(err, c->fail_status ? c->fail_status : INGOT_ERR_DEVICE_FATAL,
+                        "the context failed in an earlier run and cannot be used; destroy it");
+    for (int32_t i = 0; i < c->n_inst; i++)
+        if (key_matches(c->inst[i], g)) {
+            c->cur = i;
+            if (!c->inst[i]->bound) {
+                ingot_status st = ensure_arena(c, c->inst[i], err);
+                if (st != INGOT_OK) return st;
+                bind_instance(c, c->inst[i]);
+            }
+            return INGOT_OK;
+        }
+    instance *in = NULL;
+    ingot_status st = prepare_instance(c, g, &in, err);
+    if (st != INGOT_OK) return st;
+    if (c->n_inst == MAX_INSTANCES) { /* evict the oldest (never the one in use: it is replaced) */
+        instance_free(c->inst[0]);
+        memmove(c->inst, c->inst + 1, sizeof(c->inst[0]) * (MAX_INSTANCES - 1));
+        c->n_inst--;
+    }
+    c->inst[c->n_inst] = in;
+    c->cur = c->n_inst++;
+    return INGOT_OK;
+}
+
+bool ig__cuda_ctx_failed(const ig_cuda_ctx *c) { return c->failed; }
+void ig__cuda_ctx_set_graphs(ig_cuda_ctx *c, int enabled) { c->graphs = enabled != 0; }
+
+/* ---- running ------------------------------------------------------------------------------------------- */
+
+static ingot_status step_fail(ig_cuda_ctx *c, instance *in, const ig_cu_step *s, ingot_status st, ig_err *err)
+{
+    (void)in;
+    (void)s;
+    if (st == INGOT_ERR_DEVICE_FATAL || st == INGOT_ERR_CUDA || st == INGOT_ERR_CUDNN || st == INGOT_ERR_CUBLAS) {
+        c->failed = true;
+        c->fail_status = st;
+    }
+    return st;
+}
+
+static ingot_status launch_step(ig_cuda_ctx *c, instance *in, const ig_cu_step *s, cudaStream_t stream, ig_err *err)
+{
+    void **P = in->tptr;
+    const ig_cu_prog *p = &in->prog;
+    char lbl[256];
+    cudaError_t e = cudaSuccess;
+    switch (s->kind) {
+    case IG_ST_EW: {
+        ig_ew_args a = s->u.ew.args;
+        a.out = P[s->u.ew.out];
+        for (int i = 0; i < s->u.ew.n_in; i++) a.in[i] = P[s->u.ew.in[i]];
+        e = ingot_cuda_ew(&a, stream);
+        break;
+    }
+    case IG_ST_CONV: {
+        int32_t sb = s->u.conv.scratch;
+        return ig__cu_conv_run(&c->libs, s, P, sb >= 0 ? buf_base(c, p, sb) : NULL, stream, label_of(p, s, lbl, sizeof lbl), err);
+    }
+    case IG_ST_GEMM: {
+        int32_t sb = s->u.gemm.scratch;
+        return ig__cu_gemm_run(&c->libs, s, P, sb >= 0 ? buf_base(c, p, sb) : NULL, stream, label_of(p, s, lbl, sizeof lbl), err);
+    }
+    case IG_ST_SOFTMAX: {
+        ig_softmax_args a = s->u.softmax.args;
+        a.x = P[s->u.softmax.x];
+        a.y = P[s->u.softmax.y];
+        e = ingot_cuda_softmax(&a, stream);
+        break;
+    }
+    case IG_ST_LAYERNORM: {
+        ig_layernorm_args a = s->u.ln.args;
+        a.x = P[s->u.ln.x];
+        a.y = P[s->u.ln.y];
+        a.gamma = P[s->u.ln.gamma];
+        a.beta = s->u.ln.beta >= 0 ? P[s->u.ln.beta] : NULL;
+        e = ingot_cuda_layernorm(&a, stream);
+        break;
+    }
+    case IG_ST_REDUCE: {
+        ig_reduce_args a = s->u.reduce.args;
+        a.x = P[s->u.reduce.x];
+        a.y = P[s->u.reduce.y];
+        e = ingot_cuda_reduce(&a, stream);
+        break;
+    }
+    case IG_ST_POOL: {
+        ig_pool_args a = s->u.pool.args;
+        a.x = P[s->u.pool.x];
+        a.y = P[s->u.pool.y];
+        e = ingot_cuda_pool(&a, stream);
+        break;
+    }
+    case IG_ST_GATHER: {
+        ig_gather_args a = s->u.gather.args;
+        a.x = P[s->u.gather.x];
+        a.idx = P[s->u.gather.idx];
+        a.y = P[s->u.gather.y];
+        e = ingot_cuda_gather(&a, stream);
+        break;
+    }
+    case IG_ST_FILL: {
+        const ig_cu_tensor *t = &p->tensors[s->u.fill.y];
+        e = ingot_cuda_fill(P[s->u.fill.y], (int64_t)ig__cu_tensor_numel(t), (int32_t)ingot_dtype_size(t->dtype),
+                            s->u.fill.bits, stream);
+        break;
+    }
+    case IG_ST_ATTENTION: {
+        ig_attention_args a = s->u.attn.args;
+        a.q = P[s->u.attn.q];
+        a.k = P[s->u.attn.k];
+        a.v = P[s->u.attn.v];
+        a.o = P[s->u.attn.o];
+        a.mask = s->u.attn.mask >= 0 ? P[s->u.attn.mask] : NULL;
+        e = ingot_cuda_attention(&a, stream);
+        break;
+    }
+    default:
+        return ig__errf(err, INGOT_ERR_INTERNAL, "unknown step kind %d", s->kind);
+    }
+    if (e != cudaSuccess) return ig__cu_status(err, e, "kernel launch", label_of(p, s, lbl, sizeof lbl), __FILE__, __LINE__);
+    return INGOT_OK;
+}
+
+/* Every step on `stream`; when capturing, remember the kernel node of each input/output copy. */
+static ingot_status launch_all(ig_cuda_ctx *c, instance *in, cudaStream_t stream, bool capturing, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    char lbl[256];
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        const ig_cu_step *st = &p->steps[s];
+        ingot_status r = launch_step(c, in, st, stream, err);
+        if (r != INGOT_OK) return r;
+        if (capturing && st->io_patch) {
+            in->io_node[s] = NULL;
+            if (st->u.ew.args.n > 0) {
+                enum cudaStreamCaptureStatus cs;
+                const cudaGraphNode_t *deps = NULL;
+                size_t nd = 0;
+                cudaError_t e = cudaStreamGetCaptureInfo(stream, &cs, NULL, NULL, &deps, NULL, &nd);
+                if (e != cudaSuccess || cs != cudaStreamCaptureStatusActive || nd != 1)
+                    return ig__errf(err, INGOT_ERR_CUDA, "cannot locate the captured node of %s",
+                                    label_of(p, st, lbl, sizeof lbl));
+                in->io_node[s] = deps[0];
+            }
+        }
+        if (c->sync_debug && !capturing) {
+            ingot_status q = IG_CU(err, label_of(p, st, lbl, sizeof lbl), cudaStreamSynchronize(stream));
+            if (q != INGOT_OK) return q;
+        }
+    }
+    return INGOT_OK;
+}
+
+static bool io_tensor(const ig_cu_prog *p, int32_t t)
+{
+    int loc = p->bufs[p->tensors[t].buf].loc;
+    return loc == IG_LOC_INPUT || loc == IG_LOC_OUTPUT;
+}
+
+static ingot_status capture(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_err cerr = {0};
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+    ingot_status st = IG_CU(&cerr, NULL, e);
+    if (st == INGOT_OK) {
+        st = launch_all(c, in, c->stream, true, &cerr);
+        cudaError_t e2 = cudaStreamEndCapture(c->stream, &graph);
+        if (st == INGOT_OK) st = IG_CU(&cerr, NULL, e2);
+    }
+    if (st == INGOT_OK) st = IG_CU(&cerr, NULL, cudaGraphInstantiate(&in->exec, graph, 0));
+    if (st != INGOT_OK) {
+        if (graph) cudaGraphDestroy(graph);
+        in->exec = NULL;
+        in->capture_failed = true;
+        snprintf(in->fallback, sizeof in->fallback, "%.250s", cerr.msg);
+        cudaGetLastError(); /* a failed capture is not a device fault: clear it */
+        ig__log(INGOT_LOG_WARN, "CUDA graph capture failed, running step by step: %s", cerr.msg);
+        (void)err;
+        return INGOT_OK;
+    }
+    in->graph = graph;
+    in->captured = true;
+    c->graph_captures++;
+    for (int32_t t = 0; t < in->prog.n_tensors; t++)
+        if (io_tensor(&in->prog, t)) in->baked[t] = in->tptr[t];
+    return INGOT_OK;
+}
+
+/* Point the graph's input/output copies at the current pointers. */
+static ingot_status patch_io(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    bool changed = false;
+    for (int32_t t = 0; t < p->n_tensors && !changed; t++)
+        if (io_tensor(p, t) && in->baked[t] != in->tptr[t]) changed = true;
+    if (!changed) return INGOT_OK;
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        const ig_cu_step *st = &p->steps[s];
+        if (!st->io_patch || !in->io_node[s]) continue;
+        ig_ew_args a = st->u.ew.args;
+        a.out = in->tptr[st->u.ew.out];
+        for (int i = 0; i < st->u.ew.n_in; i++) a.in[i] = in->tptr[st->u.ew.in[i]];
+        struct cudaKernelNodeParams kp;
+        ig_ew_args storage;
+        void *argp[1];
+        ingot_cuda_ew_node_params(&a, &kp, &storage, argp);
+        char lbl[256];
+        ingot_status r = IG_CU(err, label_of(p, st, lbl, sizeof lbl), cudaGraphExecKernelNodeSetParams(in->exec, in->io_node[s], &kp));
+        if (r != INGOT_OK) return r;
+        c->graph_updates++;
+    }
+    for (int32_t t = 0; t < p->n_tensors; t++)
+        if (io_tensor(p, t)) in->baked[t] = in->tptr[t];
+    return INGOT_OK;
+}
+
+static ingot_status run_instance(ig_cuda_ctx *c, instance *in, cudaStream_t stream, ig_err *err)
+{
+    ingot_status st;
+    if (!c->graphs || in->capture_failed || c->sync_debug) {
+        st = launch_all(c, in, stream, false, err);
+    } else if (!in->captured) {
+        /* first run of this shape: run it (loading every module), then capture it for the next runs */
+        st = launch_all(c, in, stream, false, err);
+        if (st == INGOT_OK) st = capture(c, in, err);
+    } else {
+        st = patch_io(c, in, err);
+        if (st == INGOT_OK) st = IG_CU(err, NULL, cudaGraphLaunch(in->exec, stream));
+    }
+    if (st != INGOT_OK) step_fail(c, in, NULL, st, err);
+    return st;
+}
+
+static instance *current(ig_cuda_ctx *c, ig_err *err)
+{
+    if (c->failed) {
+        ig__errf(err, c->fail_status ? c->fail_status : INGOT_ERR_DEVICE_FATAL,
+                 "the context failed in an earlier run and cannot be used; destroy it");
+        return NULL;
+    }
+    if (c->cur < 0) {
+        ig__errf(err, INGOT_ERR_INVALID_ARG, "the context has no prepared shape: bind the inputs' shapes first");
+        return NULL;
+    }
+    return c->inst[c->cur];
+}
+
+ingot_status ig__cuda_ctx_enqueue(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream,
+                                  ig_err *err)
+{
+    instance *in = current(c, err);
+    if (!in) return err->status;
+    ig_cu_prog *p = &in->prog;
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (p->in_tensor[i] >= 0) in->tptr[p->in_tensor[i]] = (void *)inputs[i];
+    for (int32_t j = 0; j < p->n_outputs; j++) in->tptr[p->out_tensor[j]] = outputs[j];
+    return run_instance(c, in, (cudaStream_t)stream, err);
+}
+
+ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig_err *err)
+{
+    instance *in = current(c, err);
+    if (!in) return err->status;
+    ig_cu_prog *p = &in->prog;
+    ingot_status st;
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        if (p->in_tensor[i] < 0) continue;
+        void *dst = buf_base(c, p, in->staging_in[i]);
+        size_t bytes = p->bufs[in->staging_in[i]].bytes;
+        if (bytes && (st = IG_CU(err, NULL, cudaMemcpyAsync(dst, inputs[i], bytes, cudaMemcpyHostToDevice, c->stream))) != INGOT_OK)
+            return st;
+        in->tptr[p->in_tensor[i]] = dst;
+    }
+    for (int32_t j = 0; j < p->n_outputs; j++) in->tptr[p->out_tensor[j]] = buf_base(c, p, in->staging_out[j]);
+    if ((st = run_instance(c, in, c->stream, err)) != INGOT_OK) return st;
+    for (int32_t j = 0; j < p->n_outputs; j++) {
+        size_t bytes = p->bufs[in->staging_out[j]].bytes;
+        if (bytes && (st = IG_CU(err, NULL, cudaMemcpyAsync(in->host_out[j], buf_base(c, p, in->staging_out[j]), bytes,
+                                                            cudaMemcpyDeviceToHost, c->stream))) != INGOT_OK)
+            return st;
+    }
+    st = IG_CU(err, NULL, cudaStreamSynchronize(c->stream));
+    if (st != INGOT_OK) {
+        c->failed = true;
+        c->fail_status = st;
+        ig__err_prefix(err, "a fault during the run, detected at the stream synchronisation (set INGOT_CUDA_SYNC=1 "
+                            "to name the node)");
+    }
+    return st;
+}
+
+ingot_status ig__cuda_ctx_output_shape(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims,
+                                       ingot_dtype *dtype, size_t *bytes)
+{
+    if (c->cur < 0) return INGOT_ERR_INVALID_ARG;
+    const instance *in = c->inst[c->cur];
+    if (j < 0 || j >= in->prog.n_outputs) return INGOT_ERR_INVALID_ARG;
+    const ig_cu_tensor *t = &in->prog.tensors[in->prog.out_tensor[j]];
+    *rank = t->rank;
+    for (int32_t k = 0; k < t->rank; k++) dims[k] = t->dims[k];
+    *dtype = t->dtype;
+    *bytes = ig__cu_tensor_numel(t) * ingot_dtype_size(t->dtype);
+    return INGOT_OK;
+}
+
+const void *ig__cuda_ctx_host_output(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims,
+                                     ingot_dtype *dtype, size_t *bytes)
+{
+    if (ig__cuda_ctx_output_shape(c, j, rank, dims, dtype, bytes) != INGOT_OK) return NULL;
+    return c->inst[c->cur]->host_out[j];
+}
+
+void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->weights_bytes = c->e->w.bytes;
+    out->arena_bytes = c->arena_bytes;
+    out->graph_enabled = c->graphs;
+    out->graph_updates = c->graph_updates;
+    out->graph_captures = c->graph_captures;
+    out->n_instances = c->n_inst;
+    if (c->cur < 0) return;
+    const instance *in = c->inst[c->cur];
+    out->workspace_bytes = in->workspace_max;
+    out->activation_lb_bytes = in->lower_bound;
+    out->no_reuse_bytes = in->no_reuse;
+    out->const_bytes = in->const_bytes;
+    out->n_steps = in->prog.n_steps;
+    out->n_nodes_fused = in->prog.n_fused;
+    out->graph_captured = in->captured;
+    snprintf(out->graph_fallback, sizeof out->graph_fallback, "%s", in->fallback);
+    out->prepare_ms = in->prepare_ms;
+    out->tune_ms = in->tune_ms;
+}
+
+int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream,
+                             int64_t max, char (*labels)[96], double *ms, ig_err *err)
+{
+    instance *in = current(c, err);
+    if (!in) return -1;
+    ig_cu_prog *p = &in->prog;
+    cudaStream_t s = (cudaStream_t)stream;
+    for (int32_t i = 0; i < p->n_inputs; i++)
+        if (p->in_tensor[i] >= 0) in->tptr[p->in_tensor[i]] = (void *)inputs[i];
+    for (int32_t j = 0; j < p->n_outputs; j++) in->tptr[p->out_tensor[j]] = outputs[j];
+    int64_t n = p->n_steps < max ? p->n_steps : max;
+    cudaEvent_t *ev = ig__calloc((size_t)n + 1, sizeof(cudaEvent_t));
+    if (!ev) return -1;
+    int64_t made = 0;
+    for (; made <= n; made++)
+        if (cudaEventCreate(&ev[made]) != cudaSuccess) break;
+    if (made <= n) {
+        for (int64_t i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+        ig__free(ev);
+        IG_CU(err, NULL, cudaErrorMemoryAllocation);
+        return -1;
+    }
+    cudaEventRecord(ev[0], s);
+    for (int64_t k = 0; k < n; k++) {
+        if (launch_step(c, in, &p->steps[k], s, err) != INGOT_OK) break;
+        cudaEventRecord(ev[k + 1], s);
+    }
+    cudaStreamSynchronize(s);
+    char lbl[256];
+    for (int64_t k = 0; k < n; k++) {
+        float t = 0;
+        cudaEventElapsedTime(&t, ev[k], ev[k + 1]);
+        ms[k] = t;
+        const ig_cu_step *st = &p->steps[k];
+        const char *kind = st->kind == IG_ST_EW ? "ew" : st->kind == IG_ST_CONV ? "conv" : st->kind == IG_ST_GEMM ? "gemm"
+                         : st->kind == IG_ST_SOFTMAX ? "softmax" : st->kind == IG_ST_LAYERNORM ? "layernorm"
+                         : st->kind == IG_ST_REDUCE ? "reduce" : st->kind == IG_ST_POOL ? "pool"
+                         : st->kind == IG_ST_GATHER ? "gather" : st->kind == IG_ST_FILL ? "fill" : "attention";
+        snprintf(labels[k], 96, "%-9s %.80s", kind, label_of(p, st, lbl, sizeof lbl));
+    }
+    for (int64_t i = 0; i <= n; i++) cudaEventDestroy(ev[i]);
+    ig__free(ev);
+    return n;
+}

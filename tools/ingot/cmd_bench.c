@@ -1,0 +1,523 @@
+/*
+ * cmd_bench.c -- `ingot bench`: how fast a model runs, and what it costs, on the GPU (trtexec's job).
+ *
+ *   ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N] [--no-graph]
+ *                          [--json] [--workspace MB] [--profile] [--cpu]
+ *
+ * Reports throughput (back-to-back runs, one synchronisation at the end), latency min/median/mean/p90/
+ * p99/max both as GPU time (CUDA events around each run) and host wall time (enqueue to completion),
+ * build time (engine: lowering + weight conversion; context: plan, the one arena allocation, algorithm
+ * tuning), device memory by account (weights, arena with its largest workspace, and the rest as
+ * measured by cudaMemGetInfo deltas: CUDA context growth, library handles, kernels, graphs), and the
+ * device allocations and frees the library made during the timed runs (must be 0). Inputs are random
+ * and resident on the GPU before timing, as for the PyTorch baselines. Without a usable GPU it says so
+ * and times the CPU backend instead.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef INGOT_HAVE_CUDA
+#include "ingot_cuda.h"
+#endif
+
+typedef struct bench_opts {
+    const char *path;
+    int64_t batch, iterations, warmup, workspace_mb;
+    double duration;
+    int fp16, graph, json, profile, cpu;
+} bench_opts;
+
+static void bench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N]\n"
+            "                   [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]\n"
+            "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off)\n"
+            "  --batch N       bind symbolic leading dims to N (default 1)\n"
+            "  --iterations N  timed runs (default: as many as --duration allows, at least 20)\n"
+            "  --duration S    seconds of timed runs per phase (default 2)\n"
+            "  --warmup N      untimed runs after the first (default 20)\n"
+            "  --no-graph      launch steps one by one instead of replaying a CUDA Graph\n"
+            "  --json          one JSON object on stdout\n"
+            "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256)\n"
+            "  --profile       also time every step once (stream execution) and list the slowest\n"
+            "  --cpu           time the CPU backend even when a GPU is present\n");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct lat {
+    double min, median, mean, p90, p99, max;
+} lat;
+
+static lat summarize(double *v, int64_t n)
+{
+    lat l = {0};
+    if (n <= 0) return l;
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += v[i];
+    l.min = v[0];
+    l.max = v[n - 1];
+    l.mean = s / (double)n;
+    l.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    l.p90 = v[(int64_t)floor(0.90 * (double)(n - 1))];
+    l.p99 = v[(int64_t)floor(0.99 * (double)(n - 1))];
+    return l;
+}
+
+static void print_lat(const char *what, lat l)
+{
+    printf("  %-22s min %8.4f  median %8.4f  mean %8.4f  p90 %8.4f  p99 %8.4f  max %8.4f ms\n", what, l.min,
+           l.median, l.mean, l.p90, l.p99, l.max);
+}
+
+static void json_lat(const char *key, lat l, int last)
+{
+    printf("  \"%s\": {\"min\": %.5f, \"median\": %.5f, \"mean\": %.5f, \"p90\": %.5f, \"p99\": %.5f, \"max\": %.5f}%s\n",
+           key, l.min, l.median, l.mean, l.p90, l.p99, l.max, last ? "" : ",");
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Random contents for an input: floats in [-1, 1), integers in [0, 100) (valid token ids), bools. */
+static void *random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed)
+{
+    unsigned char *p = malloc(bytes ? bytes : 1);
+    if (!p) return NULL;
+    size_t es = ingot_dtype_size(t), n = es ? bytes / es : 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rng(seed);
+        double u = (double)(r >> 11) / 9007199254740992.0;
+        switch (t) {
+        case INGOT_DTYPE_FLOAT: { float f = (float)(2 * u - 1); memcpy(p + 4 * i, &f, 4); break; }
+        case INGOT_DTYPE_DOUBLE: { double f = 2 * u - 1; memcpy(p + 8 * i, &f, 8); break; }
+        case INGOT_DTYPE_BOOL: p[i] = (unsigned char)(r & 1); break;
+        case INGOT_DTYPE_FLOAT16: { uint16_t h = (uint16_t)(0x3800 | (r & 0x3ff)); memcpy(p + 2 * i, &h, 2); break; }
+        default: { int64_t v = (int64_t)(u * 100); memcpy(p + es * i, &v, es); break; }
+        }
+    }
+    return p;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = 1;
+    o->warmup = 20;
+    o->duration = 2.0;
+    o->graph = 1;
+    o->workspace_mb = 256;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--fp16")) o->fp16 = 1;
+        else if (!strcmp(a, "--no-graph")) o->graph = 0;
+        else if (!strcmp(a, "--json")) o->json = 1;
+        else if (!strcmp(a, "--profile")) o->profile = 1;
+        else if (!strcmp(a, "--cpu")) o->cpu = 1;
+        else if (!strcmp(a, "--batch") && i + 1 < argc) {
+            if (!ig__cli_parse_i64("--batch", argv[++i], 1, &o->batch)) return 2;
+        } else if (!strcmp(a, "--iterations") && i + 1 < argc) {
+            if (!ig__cli_parse_i64("--iterations", argv[++i], 1, &o->iterations)) return 2;
+        } else if (!strcmp(a, "--warmup") && i + 1 < argc) {
+            if (!ig__cli_parse_i64("--warmup", argv[++i], 0, &o->warmup)) return 2;
+        } else if (!strcmp(a, "--workspace") && i + 1 < argc) {
+            if (!ig__cli_parse_i64("--workspace", argv[++i], 0, &o->workspace_mb)) return 2;
+        } else if (!strcmp(a, "--duration") && i + 1 < argc) {
+            char *end = NULL;
+            o->duration = strtod(argv[++i], &end);
+            if (!end || *end || o->duration <= 0) {
+                fprintf(stderr, "ingot bench: --duration expects seconds > 0, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            bench_usage(stdout);
+            return 1;
+        } else if (a[0] == '-' || o->path) {
+            fprintf(stderr, "ingot bench: unexpected argument '%s'\n", a);
+            bench_usage(stderr);
+            return 2;
+        } else {
+            o->path = a;
+        }
+    }
+    if (!o->path) {
+        bench_usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static void print_err(const char *what, ingot_runtime *rt)
+{
+    fprintf(stderr, "ingot bench: %s: %s: %s\n", what, ingot_status_name(ingot_runtime_errcode(rt)),
+            ingot_runtime_errmsg(rt));
+}
+
+/* ---- CPU ------------------------------------------------------------------------------------------ */
+
+static int bench_cpu(const bench_opts *o, const char *why)
+{
+    ingot_runtime *rt = NULL;
+    if (ingot_runtime_create(&rt) != INGOT_OK) return 1;
+    int rc = 1;
+    ingot_model *m = NULL;
+    ingot_engine *e = NULL;
+    ingot_context *c = NULL;
+    ingot_tensor ins[64];
+    int64_t n_in = 0;
+    memset(ins, 0, sizeof ins);
+    double *lat_h = NULL;
+    if (!o->json) printf("ingot bench: %s; timing the CPU backend\n", why);
+    if (o->fp16) fprintf(stderr, "ingot bench: --fp16 ignored: the CPU backend computes in float32\n");
+    if (!(m = ig__cli_load_model(rt, o->path, o->batch))) goto out;
+    ingot_build_options bo = ingot_build_options_default();
+    bo.backend = INGOT_BACKEND_CPU;
+    double t0 = now_ms();
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) { print_err("build", rt); goto out; }
+    if (ingot_context_create(e, NULL, &c) != INGOT_OK) { print_err("context", rt); goto out; }
+    double build_ms = now_ms() - t0;
+    uint64_t seed = 1;
+    n_in = ingot_model_input_count(m);
+    if (n_in > 64) goto out;
+    for (int64_t i = 0; i < n_in; i++) {
+        ingot_tensor_info ti;
+        ingot_model_input_info(m, i, &ti);
+        ins[i].name = ti.name;
+        ins[i].dtype = ti.dtype;
+        ins[i].rank = ti.rank;
+        size_t numel = 1;
+        for (int32_t k = 0; k < ti.rank; k++) {
+            ins[i].dims[k] = ti.dims[k].symbol ? ti.dims[k].value * o->batch : ti.dims[k].value;
+            numel *= (size_t)ins[i].dims[k];
+        }
+        ins[i].bytes = numel * ingot_dtype_size(ti.dtype);
+        if (!(ins[i].data = random_bytes(ti.dtype, ins[i].bytes, &seed))) goto out;
+    }
+    double f0 = now_ms();
+    if (ingot_context_run(c, ins, n_in) != INGOT_OK) { print_err("run", rt); goto out; }
+    double first_ms = now_ms() - f0;
+    int64_t iters = o->iterations ? o->iterations : 0;
+    if (!iters) iters = first_ms > 0 ? (int64_t)(o->duration * 1e3 / first_ms) : 10;
+    if (iters < 3) iters = 3;
+    if (iters > 10000) iters = 10000;
+    lat_h = calloc((size_t)iters, sizeof *lat_h);
+    if (!lat_h) goto out;
+    for (int64_t i = 0; i < iters; i++) {
+        double a = now_ms();
+        if (ingot_context_run(c, ins, n_in) != INGOT_OK) { print_err("run", rt); goto out; }
+        lat_h[i] = now_ms() - a;
+    }
+    lat l = summarize(lat_h, iters);
+    if (o->json) {
+        printf("{\n  \"model\": \"%s\",\n  \"backend\": \"cpu\",\n  \"reason\": \"%s\",\n  \"batch\": %" PRId64 ",\n"
+               "  \"iterations\": %" PRId64 ",\n  \"build_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n"
+               "  \"throughput_per_s\": %.2f,\n", o->path, why, o->batch, iters, build_ms, first_ms,
+               l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
+        json_lat("latency_host_ms", l, 1);
+        printf("}\n");
+    } else {
+        printf("model %s, batch %" PRId64 ", CPU backend, %" PRId64 " iterations\n", o->path, o->batch, iters);
+        printf("  build %.1f ms, first run %.1f ms\n", build_ms, first_ms);
+        printf("  throughput %.2f per s\n", l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
+        print_lat("latency (host)", l);
+    }
+    rc = 0;
+out:
+    for (int64_t i = 0; i < n_in; i++) free(ins[i].data);
+    free(lat_h);
+    ingot_context_destroy(c);
+    ingot_engine_destroy(e);
+    ingot_model_destroy(m);
+    ingot_runtime_destroy(rt);
+    return rc;
+}
+
+#ifdef INGOT_HAVE_CUDA
+
+#define CK(call)                                                                                         \
+    do {                                                                                                 \
+        cudaError_t e_ = (call);                                                                         \
+        if (e_ != cudaSuccess) {                                                                         \
+            fprintf(stderr, "ingot bench: %s: %s\n", #call, cudaGetErrorString(e_));                     \
+            goto out;                                                                                    \
+        }                                                                                                \
+    } while (0)
+
+static int bench_gpu(const bench_opts *o)
+{
+    ingot_runtime *rt = NULL;
+    if (ingot_runtime_create(&rt) != INGOT_OK) return 1;
+    int rc = 1;
+    ingot_model *m = NULL;
+    ingot_engine *e = NULL;
+    ingot_context *c = NULL;
+    ingot_tensor ins[64], outs[64];
+    int64_t n_in = 0, n_out = 0;
+    memset(ins, 0, sizeof ins);
+    memset(outs, 0, sizeof outs);
+    double *lat_g = NULL, *lat_h = NULL;
+    cudaStream_t stream = NULL;
+    cudaEvent_t *ev = NULL;
+    int64_t n_ev = 0;
+    char (*labels)[96] = NULL;
+    double *pms = NULL;
+
+    struct cudaDeviceProp prop;
+    CK(cudaSetDevice(0));
+    CK(cudaFree(0)); /* create the CUDA context now, so its memory is not billed to the model */
+    CK(cudaGetDeviceProperties(&prop, 0));
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    size_t free0 = 0, free1 = 0, free2 = 0, free3 = 0, free4 = 0, total = 0;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CK(cudaMemGetInfo(&free0, &total));
+
+    if (!(m = ig__cli_load_model(rt, o->path, o->batch))) goto out;
+    ingot_build_options bo = ingot_build_options_default();
+    bo.backend = INGOT_BACKEND_CUDA;
+    bo.precision = o->fp16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
+    bo.workspace_limit = (size_t)o->workspace_mb << 20;
+    double t0 = now_ms();
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) { print_err("build", rt); goto out; }
+    double build_ms = now_ms() - t0;
+    CK(cudaMemGetInfo(&free1, &total));
+    t0 = now_ms();
+    if (ingot_context_create(e, NULL, &c) != INGOT_OK) { print_err("context", rt); goto out; }
+    double ctx_ms = now_ms() - t0;
+    CK(cudaMemGetInfo(&free2, &total));
+    if (!o->graph) ingot_cuda_context_set_graphs(c, 0);
+
+    /* inputs (random, on the device) and outputs */
+    uint64_t seed = 1;
+    n_in = ingot_model_input_count(m);
+    n_out = ingot_model_output_count(m);
+    if (n_in > 64 || n_out > 64) goto out;
+    for (int64_t i = 0; i < n_in; i++) {
+        ingot_tensor_info ti;
+        ingot_model_input_info(m, i, &ti);
+        ins[i].name = ti.name;
+        ins[i].dtype = ti.dtype;
+        ins[i].rank = ti.rank;
+        size_t numel = 1;
+        for (int32_t k = 0; k < ti.rank; k++) {
+            ins[i].dims[k] = ti.dims[k].symbol ? ti.dims[k].value * o->batch : ti.dims[k].value;
+            numel *= (size_t)ins[i].dims[k];
+        }
+        ins[i].bytes = numel * ingot_dtype_size(ti.dtype);
+        void *h = random_bytes(ti.dtype, ins[i].bytes, &seed);
+        if (!h) goto out;
+        CK(cudaMalloc(&ins[i].data, ins[i].bytes ? ins[i].bytes : 1));
+        cudaError_t ce = cudaMemcpy(ins[i].data, h, ins[i].bytes, cudaMemcpyHostToDevice);
+        free(h);
+        CK(ce);
+    }
+    /* the first run prepares the instance if the context could not (symbolic shapes at creation) */
+    for (int64_t j = 0; j < n_out; j++) {
+        if (ingot_cuda_context_output_info(c, j, &outs[j]) != INGOT_OK) {
+            /* shapes not prepared yet: one run with generous buffers is not possible; bind via a host run */
+            print_err("output info", rt);
+            goto out;
+        }
+        CK(cudaMalloc(&outs[j].data, outs[j].bytes ? outs[j].bytes : 1));
+    }
+    double f0 = now_ms();
+    if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("first run", rt); goto out; }
+    CK(cudaStreamSynchronize(stream));
+    double first_ms = now_ms() - f0;
+    for (int64_t i = 0; i < o->warmup; i++)
+        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("warm-up", rt); goto out; }
+    CK(cudaStreamSynchronize(stream));
+
+    /* how many iterations fit the duration: time a few */
+    int64_t iters = o->iterations;
+    if (!iters) {
+        double a = now_ms();
+        for (int k = 0; k < 5; k++)
+            if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("run", rt); goto out; }
+        CK(cudaStreamSynchronize(stream));
+        double per = (now_ms() - a) / 5;
+        iters = per > 0 ? (int64_t)(o->duration * 1e3 / per) : 1000;
+        if (iters < 20) iters = 20;
+        if (iters > 20000) iters = 20000;
+    }
+    lat_g = calloc((size_t)iters, sizeof *lat_g);
+    lat_h = calloc((size_t)iters, sizeof *lat_h);
+    n_ev = 2 * iters + 2;
+    ev = calloc((size_t)n_ev, sizeof *ev);
+    if (!lat_g || !lat_h || !ev) goto out;
+    for (int64_t k = 0; k < n_ev; k++) CK(cudaEventCreate(&ev[k]));
+
+    uint64_t nm0, nf0, nm1, nf1, live;
+    ingot_cuda_alloc_counts(&nm0, &nf0, &live);
+    CK(cudaMemGetInfo(&free3, &total));
+    /* latency: one run at a time */
+    for (int64_t i = 0; i < iters; i++) {
+        double a = now_ms();
+        cudaEventRecord(ev[2 * i], stream);
+        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("run", rt); goto out; }
+        cudaEventRecord(ev[2 * i + 1], stream);
+        CK(cudaEventSynchronize(ev[2 * i + 1]));
+        lat_h[i] = now_ms() - a;
+    }
+    for (int64_t i = 0; i < iters; i++) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
+        lat_g[i] = ms;
+    }
+    /* throughput: back to back, one synchronisation */
+    cudaEventRecord(ev[n_ev - 2], stream);
+    for (int64_t i = 0; i < iters; i++)
+        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("run", rt); goto out; }
+    cudaEventRecord(ev[n_ev - 1], stream);
+    CK(cudaEventSynchronize(ev[n_ev - 1]));
+    float total_ms = 0;
+    cudaEventElapsedTime(&total_ms, ev[n_ev - 2], ev[n_ev - 1]);
+    CK(cudaMemGetInfo(&free4, &total));
+    ingot_cuda_alloc_counts(&nm1, &nf1, &live);
+    double per_s = total_ms > 0 ? (double)o->batch * (double)iters * 1e3 / total_ms : 0;
+
+    ingot_cuda_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    ingot_cuda_context_get_stats(c, &st);
+    lat lg = summarize(lat_g, iters), lh = summarize(lat_h, iters);
+    long long mem_model = (long long)free0 - (long long)free2;
+    long long rest = mem_model - (long long)st.weights_bytes - (long long)st.arena_bytes;
+    long long during = (long long)free3 - (long long)free4;
+
+    int64_t n_prof = 0;
+    if (o->profile) {
+        int64_t max = st.n_steps + 1;
+        labels = calloc((size_t)max, sizeof *labels);
+        pms = calloc((size_t)max, sizeof *pms);
+        if (labels && pms) n_prof = ingot_cuda_context_profile(c, ins, n_in, outs, n_out, stream, max, labels, pms);
+    }
+
+    const char *prec = o->fp16 ? "fp16" : "fp32";
+    if (o->json) {
+        printf("{\n  \"model\": \"%s\",\n  \"backend\": \"cuda\",\n  \"device\": \"%s\",\n  \"driver\": %d,\n"
+               "  \"runtime\": %d,\n  \"precision\": \"%s\",\n  \"batch\": %" PRId64 ",\n  \"graph\": %d,\n"
+               "  \"graph_captured\": %d,\n  \"graph_fallback\": \"%s\",\n  \"iterations\": %" PRId64 ",\n",
+               o->path, prop.name, driver, runtime, prec, o->batch, o->graph, st.graph_captured, st.graph_fallback, iters);
+        printf("  \"build_ms\": %.3f,\n  \"context_ms\": %.3f,\n  \"tune_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n",
+               build_ms, ctx_ms, st.tune_ms, first_ms);
+        printf("  \"throughput_per_s\": %.2f,\n", per_s);
+        json_lat("latency_gpu_ms", lg, 0);
+        json_lat("latency_host_ms", lh, 0);
+        printf("  \"memory_bytes\": {\"weights\": %zu, \"arena\": %zu, \"workspace_max\": %zu, \"activation_lower_bound\": %zu, "
+               "\"no_reuse\": %zu, \"constants\": %zu, \"rest\": %lld, \"total\": %lld},\n",
+               st.weights_bytes, st.arena_bytes, st.workspace_bytes, st.activation_lower_bound_bytes, st.no_reuse_bytes,
+               st.constant_bytes, rest, mem_model);
+        printf("  \"timed_runs\": {\"device_mallocs\": %" PRIu64 ", \"device_frees\": %" PRIu64 ", \"free_memory_delta\": %lld},\n",
+               nm1 - nm0, nf1 - nf0, during);
+        printf("  \"steps\": %" PRId64 ",\n  \"nodes_fused\": %" PRId64 ",\n  \"graph_updates\": %" PRId64 "\n}\n",
+               st.n_steps, st.n_nodes_fused, st.graph_updates);
+    } else {
+        printf("model %s on %s (driver %d, runtime %d), %s, batch %" PRId64 ", CUDA graph %s\n", o->path, prop.name, driver,
+               runtime, prec, o->batch, !o->graph ? "off" : st.graph_captured ? "on" : "FAILED (step by step)");
+        if (o->graph && !st.graph_captured && st.graph_fallback[0]) printf("  graph fallback: %s\n", st.graph_fallback);
+        printf("  build: engine %.1f ms, context %.1f ms (algorithm tuning %.1f ms), first run %.2f ms\n", build_ms,
+               ctx_ms, st.tune_ms, first_ms);
+        printf("  %" PRId64 " steps per inference (%" PRId64 " graph nodes fused into others)\n", st.n_steps, st.n_nodes_fused);
+        printf("  throughput            %.1f per s (%" PRId64 " back-to-back runs)\n", per_s, iters);
+        print_lat("latency (GPU, events)", lg);
+        print_lat("latency (host wall)", lh);
+        printf("  memory: weights %.1f MB, arena %.1f MB (largest workspace %.1f MB, live lower bound %.1f MB, "
+               "no reuse %.1f MB), rest %.1f MB, total %.1f MB\n", st.weights_bytes / 1e6, st.arena_bytes / 1e6,
+               st.workspace_bytes / 1e6, st.activation_lower_bound_bytes / 1e6, st.no_reuse_bytes / 1e6, rest / 1e6,
+               mem_model / 1e6);
+        printf("  timed runs: %" PRIu64 " device allocations, %" PRIu64 " frees, free memory changed by %lld bytes\n",
+               nm1 - nm0, nf1 - nf0, during);
+        if (n_prof > 0) {
+            int64_t *idx = calloc((size_t)n_prof, sizeof *idx);
+            double tot = 0;
+            for (int64_t k = 0; k < n_prof; k++) tot += pms[k];
+            if (idx) {
+                for (int64_t k = 0; k < n_prof; k++) idx[k] = k;
+                for (int64_t a = 1; a < n_prof; a++)
+                    for (int64_t b = a; b > 0 && pms[idx[b]] > pms[idx[b - 1]]; b--) {
+                        int64_t t = idx[b];
+                        idx[b] = idx[b - 1];
+                        idx[b - 1] = t;
+                    }
+                printf("  profile (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n", tot, n_prof);
+                for (int64_t k = 0; k < n_prof && k < 25; k++)
+                    printf("    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
+                           labels[idx[k]]);
+                /* by kind */
+                const char *kinds[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention"};
+                for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
+                    double s = 0;
+                    int cnt = 0;
+                    for (int64_t k = 0; k < n_prof; k++)
+                        if (!strncmp(labels[k], kinds[q], strlen(kinds[q])) && labels[k][strlen(kinds[q])] == ' ') {
+                            s += pms[k];
+                            cnt++;
+                        }
+                    if (cnt) printf("    %-10s %4d steps %9.4f ms %5.1f%%\n", kinds[q], cnt, s, 100 * s / tot);
+                }
+                free(idx);
+            }
+        }
+    }
+    rc = (nm1 != nm0 || nf1 != nf0) ? 3 : 0;
+    if (rc) fprintf(stderr, "ingot bench: the library allocated or freed device memory during the timed runs\n");
+out:
+    if (ev)
+        for (int64_t k = 0; k < n_ev; k++)
+            if (ev[k]) cudaEventDestroy(ev[k]);
+    free(ev);
+    free(lat_g);
+    free(lat_h);
+    free(labels);
+    free(pms);
+    for (int64_t i = 0; i < n_in; i++) cudaFree(ins[i].data);
+    for (int64_t j = 0; j < n_out; j++) cudaFree(outs[j].data);
+    ingot_context_destroy(c);
+    ingot_engine_destroy(e);
+    ingot_model_destroy(m);
+    if (stream) cudaStreamDestroy(stream);
+    ingot_runtime_destroy(rt);
+    return rc;
+}
+#endif
+
+int ig__cmd_bench(int argc, char **argv)
+{
+    bench_opts o;
+    int r = parse_args(argc, argv, &o);
+    if (r) return r == 1 ? 0 : r;
+#ifdef INGOT_HAVE_CUDA
+    char why[512] = "";
+    if (!o.cpu && ingot_cuda_available(why, sizeof why)) return bench_gpu(&o);
+    return bench_cpu(&o, o.cpu ? "--cpu given" : why[0] ? why : "no usable GPU");
+#else
+    return bench_cpu(&o, "this build has no CUDA backend");
+#endif
+}
