@@ -702,14 +702,20 @@ typedef struct depthwise_job {
     float *y;
 } depthwise_job;
 
-/* Input planes up to this many floats are split into stride phases first (so strided taps read
- * contiguous memory); larger ones read strided. */
-#define DW_PLANE_MAX 8192
-/* Outputs per accumulator (one AVX-512 register). */
+/*
+ * Depthwise planes are first copied into a zero-padded buffer split into stride phases, so every tap
+ * of every output is a plain contiguous load: row ih, phase r holds padded positions r, r + sw, ...
+ * of input row ih (padded position u is input column u - pad_left). Output ow's tap kw then reads
+ * phase (kw * dw) % sw at index ow + (kw * dw) / sw, and DW_VEC outputs accumulate in one vector
+ * register through all the taps. Planes whose buffer would exceed DW_PLANE_MAX floats take a simple
+ * row-by-row loop instead.
+ */
+#define DW_PLANE_MAX 16384
 #define DW_VEC 16
+#define DW_MAX_KW 64
 
-/* The depthwise loops, compiled for AVX-512 and AVX2 as well as the baseline where the compiler can
- * pick at load time (the rest of the library is built for the baseline ISA). */
+/* Compiled for AVX-512 and AVX2 as well as the baseline, picked at load time (the rest of the
+ * library is built for the baseline ISA). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define IG_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default"), optimize("fp-contract=fast")))
 #else
@@ -718,6 +724,8 @@ typedef struct depthwise_job {
 
 IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
 {
+    typedef float vec __attribute__((vector_size(DW_VEC * 4)));
+    typedef float vecu __attribute__((vector_size(DW_VEC * 4), aligned(4), may_alias));
     const depthwise_job *jb = arg;
     const geom *gm = jb->gm;
     bool two = gm->nsp == 2;
@@ -727,9 +735,14 @@ IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
     int64_t sh = two ? gm->w.stride[0] : 1, sw = gm->w.stride[gm->nsp - 1];
     int64_t dh = two ? gm->w.dil[0] : 1, dw = gm->w.dil[gm->nsp - 1];
     int64_t ph = two ? gm->pb[0] : 0, pw = gm->pb[gm->nsp - 1];
-    int64_t plen = (iw_n + sw - 1) / sw; /* floats per phase of a row */
-    bool phased = sw > 1 && ih_n * sw * plen <= DW_PLANE_MAX;
-    float phase[DW_PLANE_MAX]; /* row ih, phase r, element i: phase[(ih * sw + r) * plen + i] */
+    /* padded row length covering every lane of every vector of outputs, and floats per phase */
+    int64_t ow_r = (ow_n + DW_VEC - 1) / DW_VEC * DW_VEC;
+    int64_t lp = (ow_r - 1) * sw + (kw_n - 1) * dw + 1;
+    int64_t plen = (lp + sw - 1) / sw;
+    bool padded = ih_n * sw * plen <= DW_PLANE_MAX && kw_n <= DW_MAX_KW;
+    float buf[DW_PLANE_MAX];
+    int64_t koff[DW_MAX_KW]; /* where tap kw starts within a row's phases */
+    for (int64_t kw = 0; padded && kw < kw_n; kw++) koff[kw] = (kw * dw) % sw * plen + (kw * dw) / sw;
     for (int64_t p = pb_; p < pe_; p++) {
         int64_t nimg = p / gm->m, mch = p % gm->m;
         int64_t gch = mch / gm->mg; /* the group = the input channel */
@@ -737,33 +750,9 @@ IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
         const float *wp = jb->w + mch * gm->kprod;
         float *yp = jb->y + (nimg * gm->m + mch) * gm->out_sp;
         float bias = jb->b ? jb->b[mch] : 0.0f;
-        if (phased && (p == pb_ || (p - 1) / gm->m != nimg || (p - 1) % gm->m / gm->mg != gch))
-            for (int64_t ih = 0; ih < ih_n; ih++) {
-                const float *src = xp + ih * iw_n;
-                float *dst = phase + ih * sw * plen;
-                if (sw == 2) { /* the common case, in a form the vectoriser turns into shuffles */
-                    float *even = dst, *odd = dst + plen;
-                    int64_t half = iw_n / 2;
-                    for (int64_t i = 0; i < half; i++) {
-                        even[i] = src[2 * i];
-                        odd[i] = src[2 * i + 1];
-                    }
-                    if (iw_n & 1) even[half] = src[iw_n - 1];
-                } else {
-                    for (int64_t r = 0; r < sw; r++) {
-                        int64_t cnt = (iw_n - r + sw - 1) / sw;
-                        for (int64_t i = 0; i < cnt; i++) dst[r * plen + i] = src[i * sw + r];
-                    }
-                }
-            }
-        for (int64_t oh = 0; oh < oh_n; oh++) {
-            float *yr = yp + oh * ow_n;
-            /* DW_VEC outputs at a time in a register-sized accumulator, through every tap */
-            for (int64_t ow0 = 0; ow0 < ow_n; ow0 += DW_VEC) {
-                typedef float vec __attribute__((vector_size(DW_VEC * 4)));
-                typedef float vecu __attribute__((vector_size(DW_VEC * 4), aligned(4), may_alias));
-                int64_t cnt = ow_n - ow0 < DW_VEC ? ow_n - ow0 : DW_VEC;
-                vec acc = (vec){0} + bias;
+        if (!padded) {
+            for (int64_t q = 0; q < gm->out_sp; q++) yp[q] = bias;
+            for (int64_t oh = 0; oh < oh_n; oh++)
                 for (int64_t kh = 0; kh < kh_n; kh++) {
                     int64_t ih = oh * sh - ph + kh * dh;
                     if (ih < 0 || ih >= ih_n) continue;
@@ -774,31 +763,73 @@ IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
                         int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
                         int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
                         if (hi > ow_n) hi = ow_n;
-                        int64_t a = lo > ow0 ? lo : ow0, b = hi < ow0 + cnt ? hi : ow0 + cnt;
-                        if (a >= b) continue;
-                        const float *xs; /* xs[ow] is the tap's input for output ow */
-                        if (sw == 1) {
-                            xs = xr + off;
-                        } else if (phased) {
-                            int64_t r = ((off % sw) + sw) % sw; /* ow * sw + off = (ow + base) * sw + r */
-                            xs = phase + (ih * sw + r) * plen + (off - r) / sw;
-                        } else {
-                            xs = NULL;
-                        }
-                        if (xs && a == ow0 && b == ow0 + DW_VEC) {
-                            acc += *(const vecu *)(xs + ow0) * wv;
-                        } else {
-                            float t[DW_VEC];
-                            memcpy(t, &acc, sizeof t);
-                            for (int64_t ow = a; ow < b; ow++)
-                                t[ow - ow0] += wv * (xs ? xs[ow] : xr[ow * sw + off]);
-                            memcpy(&acc, t, sizeof t);
-                        }
+                        for (int64_t ow = lo; ow < hi; ow++) yp[oh * ow_n + ow] += wv * xr[ow * sw + off];
                     }
                 }
-                float res[DW_VEC];
-                memcpy(res, &acc, sizeof res);
-                for (int64_t t = 0; t < cnt; t++) yr[ow0 + t] = res[t];
+            continue;
+        }
+        /* a plane shared by consecutive output channels (channel multiplier) is copied once */
+        if (p == pb_ || (p - 1) / gm->m != nimg || (p - 1) % gm->m / gm->mg != gch)
+            for (int64_t ih = 0; ih < ih_n; ih++) {
+                const float *xr = xp + ih * iw_n;
+                if (sw == 2) {
+                    /* input column iw lands at padded u = iw + pw: phase u & 1, index u >> 1; even and
+                     * odd columns go to the two phases, a deinterleave the vectoriser handles */
+                    float *ph0 = buf + ih * 2 * plen, *ph1 = ph0 + plen;
+                    for (int64_t i = 0; i < 2 * plen; i++) ph0[i] = 0.0f;
+                    int64_t e0 = (pw & 1) ? (pw - 1) / 2 : pw / 2, o0 = (pw & 1) ? (pw + 1) / 2 : pw / 2;
+                    float *ev = ((pw & 1) ? ph1 : ph0) + e0; /* where xr[0], xr[2], ... go */
+                    float *od = ((pw & 1) ? ph0 : ph1) + o0; /* where xr[1], xr[3], ... go */
+                    /* columns past the phase rows are never read by any tap: drop them */
+                    int64_t n_ev = (iw_n + 1) / 2, n_od = iw_n / 2;
+                    if (n_ev > plen - e0) n_ev = plen - e0 > 0 ? plen - e0 : 0;
+                    if (n_od > plen - o0) n_od = plen - o0 > 0 ? plen - o0 : 0;
+                    int64_t both = n_ev < n_od ? n_ev : n_od, j = 0;
+                    for (; j < both; j++) {
+                        ev[j] = xr[2 * j];
+                        od[j] = xr[2 * j + 1];
+                    }
+                    for (int64_t q = j; q < n_ev; q++) ev[q] = xr[2 * q];
+                    for (int64_t q = j; q < n_od; q++) od[q] = xr[2 * q + 1];
+                    continue;
+                }
+                for (int64_t r = 0; r < sw; r++) {
+                    /* dst[i] = xr[i * sw + r - pw] for i in [lo, hi), zeros around */
+                    float *dst = buf + (ih * sw + r) * plen;
+                    int64_t off = r - pw;
+                    int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+                    int64_t hi = iw_n - 1 - off < 0 ? 0 : (iw_n - 1 - off) / sw + 1;
+                    if (hi > plen) hi = plen;
+                    if (lo > hi) lo = hi;
+                    for (int64_t i = 0; i < lo; i++) dst[i] = 0.0f;
+                    if (sw == 1) {
+                        if (hi > lo) memcpy(dst + lo, xr + lo + off, sizeof(float) * (size_t)(hi - lo));
+                    } else {
+                        const float *src = xr + lo * sw + off;
+                        for (int64_t i = 0; i < hi - lo; i++) dst[lo + i] = src[i * sw];
+                    }
+                    for (int64_t i = hi; i < plen; i++) dst[i] = 0.0f;
+                }
+            }
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            float *yr = yp + oh * ow_n;
+            for (int64_t ow0 = 0; ow0 < ow_n; ow0 += DW_VEC) {
+                vec acc = (vec){0} + bias;
+                for (int64_t kh = 0; kh < kh_n; kh++) {
+                    int64_t ih = oh * sh - ph + kh * dh;
+                    if (ih < 0 || ih >= ih_n) continue;
+                    const float *row = buf + ih * sw * plen + ow0;
+                    const float *wk = wp + kh * kw_n;
+                    for (int64_t kw = 0; kw < kw_n; kw++) acc += *(const vecu *)(row + koff[kw]) * wk[kw];
+                }
+                int64_t cnt = ow_n - ow0 < DW_VEC ? ow_n - ow0 : DW_VEC;
+                if (cnt == DW_VEC) {
+                    *(vecu *)(yr + ow0) = acc;
+                } else {
+                    float res[DW_VEC];
+                    memcpy(res, &acc, sizeof res);
+                    for (int64_t t = 0; t < cnt; t++) yr[ow0 + t] = res[t];
+                }
             }
         }
     }

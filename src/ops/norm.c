@@ -426,6 +426,78 @@ const ig_op_def ig__op_instance_normalization = {
     .infer = instnorm_infer, .cpu = instnorm_cpu, .cpu_scratch = instnorm_scratch, .flops = norm8_flops,
 };
 
+/* ---- LRN: local response normalisation across channels (AlexNet, Inception v1, ZFNet) ---- */
+
+static ingot_status lrn_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_FLOAT)) != INGOT_OK) return st;
+    const ig_value *x = ig__in(cx, 0);
+    int64_t size = ig__attr_int(cx->node, "size", 0);
+    if (size < 1) return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "attribute 'size' must be a positive integer");
+    if (x->shape.rank >= 0 && x->shape.rank < 3) {
+        char sh[256];
+        return ig__fail_shape(cx, "input '%s' has shape %s; expected [N, C, D1, ...]", x->name,
+                              ig__shape_str(cx->g, &x->shape, sh, sizeof sh));
+    }
+    return ig__set_out(cx, 0, x->dtype, &x->shape);
+}
+
+typedef struct lrn_args {
+    const void *x;
+    void *y;
+    ingot_dtype dt;
+    int64_t channels, spatial, lo, hi; /* window [c - lo, c + hi] */
+    double alpha_over_size, beta, bias;
+} lrn_args;
+
+/* One (n, spatial position) column per index: sum of squares over the channel window. */
+static void lrn_cols(void *arg, int64_t b, int64_t e)
+{
+    const lrn_args *a = arg;
+    for (int64_t col = b; col < e; col++) {
+        int64_t n = col / a->spatial, p = col % a->spatial, base = n * a->channels * a->spatial + p;
+        for (int64_t c = 0; c < a->channels; c++) {
+            double sq = 0;
+            int64_t c0 = c - a->lo < 0 ? 0 : c - a->lo, c1 = c + a->hi >= a->channels ? a->channels - 1 : c + a->hi;
+            for (int64_t k = c0; k <= c1; k++) {
+                double v = a->dt == INGOT_DTYPE_DOUBLE ? ld_f64(a->dt, a->x, base + k * a->spatial)
+                                                       : ld_f32(a->dt, a->x, base + k * a->spatial);
+                sq += v * v;
+            }
+            int64_t i = base + c * a->spatial;
+            double xv = a->dt == INGOT_DTYPE_DOUBLE ? ld_f64(a->dt, a->x, i) : ld_f32(a->dt, a->x, i);
+            double y = xv / pow(a->bias + a->alpha_over_size * sq, a->beta);
+            if (a->dt == INGOT_DTYPE_DOUBLE) st_f64(a->dt, a->y, i, y);
+            else st_f32(a->dt, a->y, i, (float)y);
+        }
+    }
+}
+
+static ingot_status lrn_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0];
+    int64_t size = ig__attr_int(ex->node, "size", 1);
+    lrn_args a = {.x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .channels = x->dims[1],
+                  .spatial = prod(x->dims, 2, x->rank), .lo = (size - 1) / 2, .hi = size / 2,
+                  .alpha_over_size = ig__attr_float(ex->node, "alpha", 1e-4f) / (double)size,
+                  .beta = ig__attr_float(ex->node, "beta", 0.75f), .bias = ig__attr_float(ex->node, "bias", 1.0f)};
+    int64_t cols = x->dims[0] * a.spatial;
+    ig__parallel_for(ex->pool, cols, 64, lrn_cols, &a);
+    return INGOT_OK;
+}
+
+/* per element: size multiply-adds for the window, then a power and a division */
+static double lrn_flops(const ig_graph *g, const ig_node *n)
+{
+    return (2.0 * (double)ig__attr_int(n, "size", 1) + 3) * value_numel(graph_in(g, n, 0));
+}
+
+const ig_op_def ig__op_lrn = {
+    .name = "LRN", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .infer = lrn_infer, .cpu = lrn_cpu, .flops = lrn_flops,
+};
+
 /* ---- BatchNormalization (inference only) ---- */
 
 /* spatial=0 exists before opset 9 only: then scale/B/mean/var are [C, D1, ..., Dn]. */

@@ -320,6 +320,7 @@ static uint64_t place_from(packer *p, const int32_t *order, int32_t n, int fit, 
             }
         }
         p->work += (uint64_t)(p->adj_start[i + 1] - p->adj_start[i]) + 1;
+        for (int32_t c = cnt; c > 16; c >>= 1) p->work += (uint64_t)cnt; /* the sort: ~cnt log cnt */
         sort_spans(p->tmp, cnt);
         uint64_t cur = 0, best = UINT64_MAX, best_gap = UINT64_MAX, sz = p->size[i];
         for (int32_t s = 0; s < cnt; s++) {
@@ -1037,9 +1038,12 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
             }
         }
     }
-    /* skyline packers: quadratic in the number of buffers, so only where that stays cheap */
-    bool sky_ok = (uint64_t)m * (uint64_t)(m + p.n_seg) <= (o.effort >= 2 ? 400000000ull : 40000000ull);
-    if (best > p.lb && sky_ok) {
+    /* At the default effort, within 0.5% of the bound is good enough: the costlier phases below run
+     * only for instances the one-pass strategies leave further off. */
+    bool more = best > p.lb && (o.effort >= 2 || (o.effort == 1 && (double)best > 1.005 * (double)p.lb));
+    /* skyline packers and the search: quadratic in the number of buffers, so only where that stays cheap */
+    bool sky_ok = (uint64_t)m * (uint64_t)(m + p.n_seg) <= (o.effort >= 2 ? 400000000ull : 8000000ull);
+    if (more && sky_ok) {
         h = ig__malloc(sizeof(uint64_t) * ((size_t)p.n_seg + 1));
         un = ig__malloc(sizeof(int32_t) * mm);
         if (!h || !un) goto oom;
@@ -1054,9 +1058,7 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
         }
     }
     /* bounded search for a packing at the lower bound (perfect instances) */
-    /* at the default effort, within 0.5% of the bound is good enough: spend no more time */
-    bool more = best > p.lb && (o.effort >= 2 || (o.effort == 1 && (double)best > 1.005 * (double)p.lb));
-    if (more && sky_ok) {
+    if (more && best > p.lb && sky_ok) {
         IG_TRY(st, make_order(&p, ORD_SIZE, order, &rq, err), out);
         if (search_phase(&p, &o, order, cand, &best, best_off, res) < 0) goto oom;
     }

@@ -190,7 +190,7 @@ static void layout_free(layout *L)
     memset(L, 0, sizeof *L);
 }
 
-static ingot_status layout_build(const gctx *c, const int32_t *order, layout *L, ig_err *err)
+static ingot_status layout_build(const gctx *c, const int32_t *order, int32_t effort, layout *L, ig_err *err)
 {
     const ig_graph *g = c->g;
     int32_t ns = c->n_exec;
@@ -298,42 +298,100 @@ static ingot_status layout_build(const gctx *c, const int32_t *order, layout *L,
         if (c->planned[v]) L->buf_of_value[v] = L->buf_of_value[L->root[v]];
     ig_pack_options po = ig__pack_options_default();
     po.align = c->o.align;
-    po.effort = c->o.effort;
+    po.effort = effort;
     return ig__pack(L->bufs, L->n_bufs, &po, L->off, &L->res, err);
 }
 
 /* ---- memory-aware order ---- */
 
+typedef struct sched {
+    const gctx *c;
+    int32_t *pending; /* [n_values] reads left of each group */
+    uint8_t *done;    /* [n_nodes] */
+} sched;
+
+/* bytes a node allocates (outputs that own a buffer) */
+static int64_t node_alloc(const sched *S, int32_t id)
+{
+    const gctx *c = S->c;
+    const ig_node *n = &c->g->nodes[id];
+    int64_t a = 0;
+    for (int32_t j = 0; j < n->n_outputs; j++) {
+        int32_t v = n->outputs[j];
+        if (v >= 0 && c->planned[v] && c->root0[v] == v && c->g->values[v].producer == id) a += (int64_t)c->bytes[v];
+    }
+    return a;
+}
+
+/* bytes freed when node id runs: groups whose last pending reads are this node's */
+static int64_t node_frees(const sched *S, int32_t id)
+{
+    const gctx *c = S->c;
+    const ig_node *n = &c->g->nodes[id];
+    int64_t f = 0;
+    for (int32_t j = 0; j < n->n_inputs; j++) {
+        int32_t v = n->inputs[j];
+        if (v < 0 || !c->planned[v]) continue;
+        int32_t gr = c->root0[v], uses = 0;
+        bool first_pos = true;
+        for (int32_t q = 0; q < n->n_inputs; q++) {
+            int32_t u = n->inputs[q];
+            if (u < 0 || !c->planned[u] || c->root0[u] != gr) continue;
+            uses++;
+            if (q < j) first_pos = false;
+        }
+        if (first_pos && S->pending[gr] == uses && !c->is_out[gr]) f += (int64_t)c->bytes[gr];
+    }
+    return f;
+}
+
+static void node_run(sched *S, int32_t id)
+{
+    const gctx *c = S->c;
+    const ig_node *n = &c->g->nodes[id];
+    for (int32_t j = 0; j < n->n_inputs; j++) {
+        int32_t v = n->inputs[j];
+        if (v >= 0 && c->planned[v]) S->pending[c->root0[v]]--;
+    }
+    S->done[id] = 1;
+}
+
 /* List scheduling: among the nodes whose inputs are ready, run the one that frees the most bytes net
  * of what it allocates (aliases allocate nothing; a buffer is freed when the last reader of any
- * value sharing it has run), ties to the earlier node of the original order. This is what moves a
- * branch of an Inception block or a DenseNet layer to run to completion before the next starts,
- * instead of holding every branch's intermediate tensors at once. */
+ * value sharing it has run), ties to the earlier node of the original order. This runs a branch of
+ * an Inception block or a DenseNet layer to completion before the next starts, instead of holding
+ * every branch's intermediate tensors at once. Source nodes (no computed inputs: weights made by
+ * ConstantOfShape, a Shape of a graph input) are not scheduled on their own: each is pulled in just
+ * before its first consumer, so their outputs do not sit in the arena from the start. */
 static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
 {
     const ig_graph *g = c->g;
     int32_t ne = c->n_exec;
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
     ingot_status st = INGOT_OK;
+    sched S = {c, ig__calloc(nv, sizeof(int32_t)), ig__calloc(nn, 1)};
     int32_t *pos = ig__malloc(sizeof(int32_t) * nn);      /* position in the original order */
-    int32_t *indeg = ig__calloc(nn, sizeof(int32_t));
-    int32_t *pending = ig__calloc(nv, sizeof(int32_t));   /* reads left of each group */
+    int32_t *indeg = ig__calloc(nn, sizeof(int32_t));     /* unfinished non-source producers */
+    uint8_t *src = ig__calloc(nn, 1);
     int32_t *cstart = ig__calloc(nv + 1, sizeof(int32_t)); /* consumers of each value */
     int32_t *clist = NULL, *ready = ig__malloc(sizeof(int32_t) * nn);
-    if (!pos || !indeg || !pending || !cstart || !ready) goto oom;
+    if (!S.pending || !S.done || !pos || !indeg || !src || !cstart || !ready) goto oom;
     for (int32_t k = 0; k < g->n_nodes; k++) pos[k] = -1;
     for (int32_t k = 0; k < ne; k++) pos[c->exec[k]] = k;
     size_t n_edges = 0;
     for (int32_t k = 0; k < ne; k++) {
-        const ig_node *n = &g->nodes[c->exec[k]];
+        int32_t id = c->exec[k];
+        const ig_node *n = &g->nodes[id];
+        src[id] = 1;
         for (int32_t j = 0; j < n->n_inputs; j++) {
             int32_t v = n->inputs[j];
             if (v < 0) continue;
-            if (c->planned[v]) pending[c->root0[v]]++;
+            if (c->planned[v]) S.pending[c->root0[v]]++;
             int32_t p = g->values[v].producer;
             if (p >= 0 && pos[p] >= 0) {
                 cstart[v + 1]++;
                 n_edges++;
+                src[id] = 0;
             }
         }
     }
@@ -353,7 +411,7 @@ static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
                 int32_t p = g->values[v].producer;
                 if (p >= 0 && pos[p] >= 0) {
                     clist[fill[v]++] = id;
-                    indeg[id]++;
+                    if (!src[p]) indeg[id]++;
                 }
             }
         }
@@ -361,31 +419,17 @@ static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
     }
     int32_t nr = 0, done = 0;
     for (int32_t k = 0; k < ne; k++)
-        if (!indeg[c->exec[k]]) ready[nr++] = c->exec[k];
+        if (!src[c->exec[k]] && !indeg[c->exec[k]]) ready[nr++] = c->exec[k];
     while (nr > 0) {
         int32_t bi = 0;
         int64_t best_delta = INT64_MAX;
         for (int32_t r = 0; r < nr; r++) {
             const ig_node *n = &g->nodes[ready[r]];
-            int64_t alloc = 0, freed = 0;
-            for (int32_t j = 0; j < n->n_outputs; j++) {
-                int32_t v = n->outputs[j];
-                if (v >= 0 && c->planned[v] && c->root0[v] == v && g->values[v].producer == ready[r])
-                    alloc += (int64_t)c->bytes[v];
+            int64_t delta = node_alloc(&S, ready[r]) - node_frees(&S, ready[r]);
+            for (int32_t j = 0; j < n->n_inputs; j++) { /* sources it would pull in */
+                int32_t v = n->inputs[j], p = v >= 0 ? g->values[v].producer : -1;
+                if (p >= 0 && pos[p] >= 0 && src[p] && !S.done[p]) delta += node_alloc(&S, p);
             }
-            for (int32_t j = 0; j < n->n_inputs; j++) {
-                int32_t v = n->inputs[j];
-                if (v < 0 || !c->planned[v]) continue;
-                int32_t gr = c->root0[v], uses = 0;
-                for (int32_t q = 0; q < n->n_inputs; q++)
-                    if (n->inputs[q] >= 0 && c->planned[n->inputs[q]] && c->root0[n->inputs[q]] == gr) uses++;
-                /* count each group once: at its first input position */
-                bool first_pos = true;
-                for (int32_t q = 0; q < j; q++)
-                    if (n->inputs[q] >= 0 && c->planned[n->inputs[q]] && c->root0[n->inputs[q]] == gr) first_pos = false;
-                if (first_pos && pending[gr] == uses && !c->is_out[gr]) freed += (int64_t)c->bytes[gr];
-            }
-            int64_t delta = alloc - freed;
             if (delta < best_delta || (delta == best_delta && pos[ready[r]] < pos[ready[bi]])) {
                 best_delta = delta;
                 bi = r;
@@ -393,12 +437,16 @@ static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
         }
         int32_t id = ready[bi];
         ready[bi] = ready[--nr];
-        out[done++] = id;
         const ig_node *n = &g->nodes[id];
         for (int32_t j = 0; j < n->n_inputs; j++) {
-            int32_t v = n->inputs[j];
-            if (v >= 0 && c->planned[v]) pending[c->root0[v]]--;
+            int32_t v = n->inputs[j], p = v >= 0 ? g->values[v].producer : -1;
+            if (p >= 0 && pos[p] >= 0 && src[p] && !S.done[p]) {
+                node_run(&S, p);
+                out[done++] = p;
+            }
         }
+        node_run(&S, id);
+        out[done++] = id;
         for (int32_t j = 0; j < n->n_outputs; j++) {
             int32_t v = n->outputs[j];
             if (v < 0 || g->values[v].producer != id) continue;
@@ -406,6 +454,12 @@ static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
                 if (--indeg[clist[q]] == 0) ready[nr++] = clist[q];
         }
     }
+    /* sources nobody reads (their outputs are graph outputs or unused) last: shortest lives */
+    for (int32_t k = 0; k < ne; k++)
+        if (!S.done[c->exec[k]]) {
+            node_run(&S, c->exec[k]);
+            out[done++] = c->exec[k];
+        }
     if (done != ne)
         st = ig__errf(err, INGOT_ERR_INTERNAL, "memory-aware order scheduled %d of %d nodes (dependency cycle?)",
                       (int)done, (int)ne);
@@ -413,9 +467,11 @@ static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
 oom:
     st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory ordering %d nodes", (int)g->n_nodes);
 out:
+    ig__free(S.pending);
+    ig__free(S.done);
     ig__free(pos);
     ig__free(indeg);
-    ig__free(pending);
+    ig__free(src);
     ig__free(cstart);
     ig__free(clist);
     ig__free(ready);
@@ -499,7 +555,7 @@ ingot_status ig__plan_graph(const ig_graph *g, const ig_plan_options *opt, ig_pl
     int32_t *mo = NULL;
     ingot_status st = gctx_init(&c, g, opt, err);
     if (st != INGOT_OK) goto out;
-    IG_TRY(st, layout_build(&c, c.exec, &a, err), out);
+    IG_TRY(st, layout_build(&c, c.exec, c.o.effort, &a, err), out);
     plan->arena_original = a.res.arena;
     plan->lb_original = a.res.lower_bound;
     const layout *use = &a;
@@ -512,7 +568,12 @@ ingot_status ig__plan_graph(const ig_graph *g, const ig_plan_options *opt, ig_pl
         }
         IG_TRY(st, memory_order(&c, mo, err), out);
         if (memcmp(mo, c.exec, sizeof(int32_t) * (size_t)c.n_exec) != 0) {
-            IG_TRY(st, layout_build(&c, mo, &b, err), out);
+            /* a quick packing first; the full effort only when this order can still win */
+            IG_TRY(st, layout_build(&c, mo, 0, &b, err), out);
+            if (c.o.effort > 0 && b.res.arena > b.res.lower_bound && b.res.lower_bound < a.res.arena) {
+                layout_free(&b);
+                IG_TRY(st, layout_build(&c, mo, c.o.effort, &b, err), out);
+            }
             plan->arena_reordered = b.res.arena;
             plan->lb_reordered = b.res.lower_bound;
             if (b.res.arena < a.res.arena) use = &b;

@@ -141,7 +141,8 @@ def cases():
     c["no_graph.onnx"] = f_varint(1, 8) + f_bytes(8, f_varint(2, 17))
 
     # ---- tensors ----
-    c["negative_dim.onnx"] = relu_with_init(tensor("w", TensorProto.FLOAT, [-1, 4], raw=b"\x00" * 16)).SerializeToString()
+    c["negative_dim.onnx"] = relu_with_init(
+        tensor("w", TensorProto.FLOAT, [-1, 4], raw=b"\x00" * 16)).SerializeToString()
     c["huge_dim.onnx"] = relu_with_init(tensor("w", TensorProto.FLOAT, [1 << 40], raw=b"\x00" * 16)).SerializeToString()
     c["dim_product_overflow.onnx"] = relu_with_init(
         tensor("w", TensorProto.FLOAT, [1 << 40, 1 << 40, 1 << 20], raw=b"\x00" * 16)).SerializeToString()
@@ -163,7 +164,8 @@ def cases():
         tensor("w", TensorProto.COMPLEX64, [4], raw=b"\x00" * 32)).SerializeToString()
     c["rank9.onnx"] = relu_with_init(tensor("w", TensorProto.FLOAT, [1] * 9, raw=b"\x00" * 4)).SerializeToString()
     c["no_dtype.onnx"] = relu_with_init(tensor("w", 0, [1], raw=b"\x00" * 4)).SerializeToString()
-    attr_t = helper.make_node("Constant", [], ["y"], name="const", value=tensor("v", TensorProto.INT64, [3], int64_data=[1]))
+    attr_t = helper.make_node("Constant", [], ["y"], name="const",
+                              value=tensor("v", TensorProto.INT64, [3], int64_data=[1]))
     c["attribute_tensor_mismatch.onnx"] = model([attr_t], [], [vi("y", TensorProto.INT64, (3,))]).SerializeToString()
 
     # ---- graph structure ----
@@ -218,7 +220,8 @@ def cases():
     no_type.name = "x"
     c["input_no_type.onnx"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [no_type],
                                     [y]).SerializeToString()
-    c["input_negative_dim.onnx"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", shape=(2, -3))],
+    c["input_negative_dim.onnx"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                                         [vi("x", shape=(2, -3))],
                                          [y]).SerializeToString()
     c["input_rank9.onnx"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", shape=(1,) * 9)],
                                   [y]).SerializeToString()
@@ -229,7 +232,8 @@ def cases():
     c["two_graphs.onnx"] = valid + f_bytes(7, f_bytes(2, "again"))
     # shape inference: a well-formed file whose shapes cannot broadcast
     c["shape_mismatch.onnx"] = model([helper.make_node("Add", ["x", "z"], ["y"], name="bad_add")],
-                                     [vi("x", shape=(2, 3)), vi("z", shape=(4, 5))], [vi("y", shape=None)]).SerializeToString()
+                                     [vi("x", shape=(2, 3)), vi("z", shape=(4, 5))],
+                                     [vi("y", shape=None)]).SerializeToString()
 
     # ---- external data (files under ext/; secret.bin outside) ----
     def ext_model(entries, dims=(4,)):

@@ -484,6 +484,26 @@ TEST(conv_common_shapes)
                        .d = {1, 1}, .pb = {1, 1}, .pe = {1, 1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
         ASSERT(conv_check(&dw, pool2));
     }
+    /* depthwise edge cases: widths at a multiple of the vector, unused input columns, odd widths,
+     * stride 3, dilation, a channel multiplier, 1-D, and a plane too large for the padded buffer */
+    static const int64_t dwc[][8] = {
+        /* in_h, in_w, k, s, d, pad, mult, nsp */
+        {5, 33, 3, 2, 1, 0, 1, 2}, {4, 34, 3, 2, 1, 0, 1, 2}, {6, 35, 5, 2, 1, 2, 2, 2}, {7, 50, 3, 3, 2, 1, 1, 2},
+        {3, 32, 3, 1, 1, 1, 3, 2},  {1, 77, 5, 2, 1, 2, 1, 1}, {131, 130, 3, 1, 1, 1, 1, 2}, {9, 40, 2, 2, 1, 1, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof dwc / sizeof dwc[0]; i++) {
+        const int64_t *v = dwc[i];
+        int nsp = (int)v[7];
+        conv_cfg dw = {.nsp = nsp, .n = 1, .c = 3, .m = 3 * v[6], .group = 3, .bias = i & 1, .dt = INGOT_DTYPE_FLOAT};
+        for (int d = 0; d < nsp; d++) {
+            dw.in[d] = nsp == 2 ? v[d] : v[1];
+            dw.k[d] = v[2];
+            dw.s[d] = v[3];
+            dw.d[d] = v[4];
+            dw.pb[d] = dw.pe[d] = v[5];
+        }
+        ASSERT(conv_check(&dw, i & 1 ? pool2 : NULL));
+    }
     /* 1-D with a large dilation, and 3-D */
     conv_cfg c1 = {.nsp = 1, .n = 1, .c = 4, .m = 5, .group = 1, .in = {40}, .k = {3}, .s = {2}, .d = {4},
                    .pb = {2}, .pe = {1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
