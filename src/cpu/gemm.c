@@ -384,33 +384,44 @@ static void run_tile(const gemm_job *j, const float *ap, const float *bp, int64_
         }
 }
 
-/* Work items [wb, we), K slice by K slice so the shared slice stays in L2 across the items. */
+/* One work item's product for K slice pk: pack its own panel, run it against its group of shared panels. */
+static void compute_item(const gemm_job *j, int64_t w, int64_t pk, float *own)
+{
+    const int mr = j->ar->mr, nr = j->ar->nr;
+    int64_t kc = min64(j->kstep, j->kl - pk);
+    bool first = j->p0 + pk == 0;
+    float beta = first ? j->beta : 1.0f; /* later slices accumulate */
+    int64_t o = w / j->n_grp, g = w % j->n_grp;
+    int64_t sb = g * j->per_grp, se = min64(j->n_shared, sb + j->per_grp);
+    if (j->a_stat) {
+        int64_t rows = panel_rows(j, o), r0 = j->i0 + o * mr;
+        pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
+        for (int64_t jr = sb; jr < se; jr++)
+            run_tile(j, own, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr, panel_cols(j, jr), beta, first);
+    } else {
+        int64_t cols = panel_cols(j, o);
+        pack_b_panel(j, o * nr, cols, j->p0 + pk, kc, own);
+        for (int64_t ir = sb; ir < se; ir++)
+            run_tile(j, j->sp + ir * mr * j->kl + pk * mr, own, kc, j->i0 + ir * mr, panel_rows(j, ir), o * nr, cols,
+                     beta, first);
+    }
+}
+
+/*
+ * Work items [wb, we). B-stationary: K slice by K slice, so one slice of the shared packed A stays in
+ * L2 while the items stream their B panels past it. A-stationary: item by item, walking each item's
+ * MR rows of A along k (long sequential reads of the big operand; the small packed B stays in L2).
+ */
 static void compute_range(void *arg, int64_t wb, int64_t we)
 {
     const gemm_job *j = arg;
-    const int mr = j->ar->mr, nr = j->ar->nr;
     _Alignas(64) float own[MAX_KC * MAX_NR]; /* this item's panel of the other operand */
-    for (int64_t pk = 0; pk < j->kl; pk += j->kstep) {
-        int64_t kc = min64(j->kstep, j->kl - pk);
-        bool first = j->p0 + pk == 0;
-        float beta = first ? j->beta : 1.0f; /* later slices accumulate */
-        for (int64_t w = wb; w < we; w++) {
-            int64_t o = w / j->n_grp, g = w % j->n_grp;
-            int64_t sb = g * j->per_grp, se = min64(j->n_shared, sb + j->per_grp);
-            if (j->a_stat) {
-                int64_t rows = panel_rows(j, o), r0 = j->i0 + o * mr;
-                pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
-                for (int64_t jr = sb; jr < se; jr++)
-                    run_tile(j, own, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr, panel_cols(j, jr),
-                             beta, first);
-            } else {
-                int64_t cols = panel_cols(j, o);
-                pack_b_panel(j, o * nr, cols, j->p0 + pk, kc, own);
-                for (int64_t ir = sb; ir < se; ir++)
-                    run_tile(j, j->sp + ir * mr * j->kl + pk * mr, own, kc, j->i0 + ir * mr, panel_rows(j, ir),
-                             o * nr, cols, beta, first);
-            }
-        }
+    if (j->a_stat) {
+        for (int64_t w = wb; w < we; w++)
+            for (int64_t pk = 0; pk < j->kl; pk += j->kstep) compute_item(j, w, pk, own);
+    } else {
+        for (int64_t pk = 0; pk < j->kl; pk += j->kstep)
+            for (int64_t w = wb; w < we; w++) compute_item(j, w, pk, own);
     }
 }
 

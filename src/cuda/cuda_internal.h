@@ -192,6 +192,16 @@ const char *ig__cu_step_label(const ig_cu_prog *p, const ig_cu_step *s, char *bu
 bool ig__cu_tensor_contig(const ig_cu_tensor *t);
 size_t ig__cu_tensor_numel(const ig_cu_tensor *t);
 
+/* The tensors step s reads or writes (at most 8) into ids; their count. */
+int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids);
+
+typedef struct ig_cu_plan_result {
+    size_t arena, lower_bound, no_reuse, const_bytes, workspace_max;
+} ig_cu_plan_result;
+/* Lifetimes of the arena buffers from the steps, then offsets from the planner's packing core (checked
+ * with ig__pack_check). Fills every ARENA buffer's offset. (exec.c) */
+ingot_status ig__cu_plan(ig_cu_prog *p, ig_cu_plan_result *r, ig_err *err);
+
 /* ---- weights (weights.c) ---------------------------------------------------------------------------- */
 /* The host bytes of a request (exactly r->bytes) into dst. */
 ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst, ig_err *err);

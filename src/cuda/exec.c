@@ -187,7 +187,7 @@ static void instance_free(instance *in)
 }
 
 /* The tensors a step reads or writes. */
-static int step_tensors(const ig_cu_step *s, int32_t *ids)
+int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids)
 {
     int n = 0;
     switch (s->kind) {
@@ -256,18 +256,19 @@ static const char *label_of(const ig_cu_prog *p, const ig_cu_step *s, char *buf,
     return ig__cu_step_label(p, s, buf, n);
 }
 
-/* Plan the arena: lifetimes from the steps, then the packing core. */
-static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
+/* Plan the arena: lifetimes from the steps, then the packing core. Device-independent (the tests'
+ * host emulator plans with it too). */
+ingot_status ig__cu_plan(ig_cu_prog *p, ig_cu_plan_result *r, ig_err *err)
 {
-    ig_cu_prog *p = &in->prog;
     int32_t ids[16];
+    memset(r, 0, sizeof *r);
     for (int32_t b = 0; b < p->n_bufs; b++)
         if (!p->bufs[b].is_scratch && p->bufs[b].loc == IG_LOC_ARENA && !p->bufs[b].is_const) {
             p->bufs[b].first = INT32_MAX;
             p->bufs[b].last = -1;
         }
     for (int32_t s = 0; s < p->n_steps; s++) {
-        int n = step_tensors(&p->steps[s], ids);
+        int n = ig__cu_step_tensors(&p->steps[s], ids);
         for (int i = 0; i < n; i++) {
             ig_cu_buf *b = &p->bufs[p->tensors[ids[i]].buf];
             if (b->loc != IG_LOC_ARENA || b->is_const || b->is_scratch) continue;
@@ -276,7 +277,6 @@ static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
         }
     }
     int32_t last_step = p->n_steps > 0 ? p->n_steps - 1 : 0;
-    /* graph outputs stay readable until the output copies; constants live throughout */
     for (int32_t b = 0; b < p->n_bufs; b++) {
         ig_cu_buf *x = &p->bufs[b];
         if (x->loc != IG_LOC_ARENA) continue;
@@ -285,7 +285,7 @@ static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
             x->last = last_step;
         } else if (x->last < 0) {
             x->first = x->last = 0; /* never used */
-            x->bytes = x->is_scratch ? x->bytes : 0;
+            if (!x->is_scratch) x->bytes = 0;
         }
     }
     int32_t n = 0;
@@ -300,8 +300,6 @@ static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory planning the arena");
     }
     int32_t k = 0;
-    in->const_bytes = 0;
-    in->workspace_max = 0;
     for (int32_t b = 0; b < p->n_bufs; b++) {
         ig_cu_buf *x = &p->bufs[b];
         if (x->loc != IG_LOC_ARENA) continue;
@@ -309,25 +307,39 @@ static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
         pb[k].first = x->first;
         pb[k].last = x->last;
         map[k++] = b;
-        if (x->is_const) in->const_bytes += x->bytes;
-        if (x->is_scratch == 1 && x->bytes > in->workspace_max) in->workspace_max = x->bytes;
+        if (x->is_const) r->const_bytes += x->bytes;
+        if (x->is_scratch == 1 && x->bytes > r->workspace_max) r->workspace_max = x->bytes;
     }
     ig_pack_options po = ig__pack_options_default();
     po.align = ARENA_ALIGN;
     ig_pack_result res;
     memset(&res, 0, sizeof res);
     ingot_status st = ig__pack(pb, k, &po, off, &res, err);
+    if (st == INGOT_OK) st = ig__pack_check(pb, k, off, po.align, res.arena, err);
     if (st == INGOT_OK) {
         for (int32_t i = 0; i < k; i++) p->bufs[map[i]].offset = off[i];
-        in->arena_need = res.arena;
-        in->lower_bound = res.lower_bound;
-        in->no_reuse = res.no_reuse;
+        r->arena = res.arena;
+        r->lower_bound = res.lower_bound;
+        r->no_reuse = res.no_reuse;
     }
     ig__free(pb);
     ig__free(off);
     ig__free(map);
-    (void)c;
     return st;
+}
+
+static ingot_status plan_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_plan_result r;
+    (void)c;
+    ingot_status st = ig__cu_plan(&in->prog, &r, err);
+    if (st != INGOT_OK) return st;
+    in->arena_need = r.arena;
+    in->lower_bound = r.lower_bound;
+    in->no_reuse = r.no_reuse;
+    in->const_bytes = r.const_bytes;
+    in->workspace_max = r.workspace_max;
+    return INGOT_OK;
 }
 
 static void *buf_base(const ig_cuda_ctx *c, const ig_cu_prog *p, int32_t b)

@@ -40,6 +40,10 @@ ingot_status ig__set_out(ig_infer *cx, int i, ingot_dtype t, const ig_shape *s)
         if (s->d[k].sym == IG_NOSYM && s->d[k].n < 0)
             return ig__fail_shape(cx, "output '%s' would have negative dim %" PRId64 " at axis %d", v->name,
                                   s->d[k].n, (int)k);
+    int64_t numel;
+    size_t bytes;
+    if (ig__shape_known(s) && (!ig__shape_numel(s, &numel) || !ig__mul_size((size_t)numel, ingot_dtype_size(t), &bytes)))
+        return ig__fail_shape(cx, "output '%s' would have more elements than ingot can address", v->name);
     v->dtype = t;
     v->shape = *s;
     return INGOT_OK;

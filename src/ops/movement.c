@@ -1231,15 +1231,17 @@ static ingot_status pad_infer(ig_infer *cx)
             continue;
         }
         ig_dim d = x->shape.d[a];
-        int64_t add = pa.begin[a] + pa.end[a];
+        int64_t add, len;
+        if (!ig__add_i64(pa.begin[a], pa.end[a], &add) || !ig__add_i64(d.n, add, &len))
+            return ig__fail_shape(cx, "pads %" PRId64 ",%" PRId64 " on axis %d overflow", pa.begin[a], pa.end[a], (int)a);
         if (ig__dim_known(d)) {
-            if (d.n + add < 0)
+            if (len < 0)
                 return ig__fail_shape(cx, "pads %" PRId64 ",%" PRId64 " crop more than axis %d's %" PRId64 " elements",
                                       pa.begin[a], pa.end[a], (int)a, d.n);
             if (mode != PAD_CONSTANT && d.n == 0 && add > 0)
                 return ig__fail_shape(cx, "cannot pad the empty axis %d in mode '%s'", (int)a,
                                       ig__attr_str(cx->node, "mode", ""));
-            s.d[a] = ig__dim_const(d.n + add);
+            s.d[a] = ig__dim_const(len);
         } else if (!ig__dim_add(d, ig__dim_const(add), &s.d[a])) {
             s.d[a] = ig__dim_fresh(cx);
         }

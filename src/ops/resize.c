@@ -254,7 +254,13 @@ static ingot_status resize_infer(ig_infer *cx)
             ig_dim d = x->shape.d[axes[i]];
             if (!(s > 0))
                 return ig__fail_shape(cx, "scale %g for axis %d must be positive", s, (int)axes[i]);
-            if (ig__dim_known(d)) out.d[axes[i]] = ig__dim_const((int64_t)floor((double)d.n * s));
+            if (ig__dim_known(d)) {
+                double o = floor((double)d.n * s);
+                if (!(o < 9.0e18))
+                    return ig__fail_shape(cx, "scale %g makes axis %d %g long, beyond what ingot can address", s,
+                                          (int)axes[i], o);
+                out.d[axes[i]] = ig__dim_const((int64_t)o);
+            }
             else if (s == floor(s) && s < 1e9 && ig__dim_mul(d, ig__dim_const((int64_t)s), &out.d[axes[i]])) continue;
             else out.d[axes[i]] = ig__dim_fresh(cx);
         }

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Small ONNX models for the GPU tests, with inputs and ONNX Runtime reference outputs.
+
+    make_models.py OUT_DIR
+
+Writes OUT_DIR/<case>/{model.onnx, input_<i>.npy, output_<j>.npy}. Each case exercises what the CUDA
+backend lowers specially: convolutions with BatchNormalization / residual / ReLU / Clip fusions and
+depthwise groups (ResNet-50, MobileNetV2 style), a BERT-style encoder layer (embedding Gather, LayerNorm,
+Q/K/V MatMul+bias, Reshape/Transpose views, scaled softmax attention with a mask, erf-GELU MLP, residual
+adds), a ViT-style patch embedding with class token (Expand, Concat, Gather of index 0), and single ops
+(Slice, Split, Pad, reductions, softmax on an inner axis, casts, comparisons, Where). Symbolic batch
+dims come with Shape->Gather->Unsqueeze->Concat->Reshape chains as exporters write them. Weights are
+seeded random; references come from ONNX Runtime on the CPU.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP
+from onnx import helper as oh
+from onnx import numpy_helper as nh
+
+rng = np.random.default_rng(1234)
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, p="t"):
+        self.n += 1
+        return f"{p}{self.n}"
+
+    def w(self, arr, p="w"):
+        nm = self.name(p)
+        self.inits.append(nh.from_array(np.asarray(arr), nm))
+        return nm
+
+    def op(self, op, ins, n_out=1, **attrs):
+        outs = [self.name(op.lower()) for _ in range(n_out)]
+        self.nodes.append(oh.make_node(op, ins, outs, name=self.name("n_" + op), **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def model(self, inputs, outputs, opset=17):
+        g = oh.make_graph(self.nodes, "g", inputs, outputs, self.inits)
+        m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        return m
+
+
+def randw(*shape, scale=None):
+    fan = np.prod(shape[1:]) if len(shape) > 1 else shape[0]
+    s = scale if scale is not None else 1.0 / np.sqrt(max(fan, 1))
+    return (rng.standard_normal(shape) * s).astype(np.float32)
+
+
+def conv_bn(g, x, cin, cout, k, stride=1, pad=None, group=1, bias=False, bn=True):
+    pad = k // 2 if pad is None else pad
+    ins = [x, g.w(randw(cout, cin // group, k, k))]
+    if bias:
+        ins.append(g.w(randw(cout, scale=0.1)))
+    y = g.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4, group=group)
+    if bn:
+        y = g.op("BatchNormalization", [y, g.w(1 + 0.1 * randw(cout, scale=1)), g.w(0.1 * randw(cout, scale=1)),
+                                        g.w(0.1 * randw(cout, scale=1)), g.w(np.abs(1 + 0.1 * randw(cout, scale=1)))],
+                 epsilon=1e-5)
+    return y
+
+
+def batch_reshape(g, x, tail):
+    """Reshape x to [batch] + tail with the batch taken from Shape(x)[0], as exporters do."""
+    s = g.op("Shape", [x])
+    b = g.op("Gather", [s, g.w(np.array(0, np.int64))], axis=0)
+    b = g.op("Unsqueeze", [b, g.w(np.array([0], np.int64))])
+    shape = g.op("Concat", [b, g.w(np.array(tail, np.int64))], axis=0)
+    return g.op("Reshape", [x, shape])
+
+
+def img_input(c=3, hw=32):
+    return oh.make_tensor_value_info("input", TP.FLOAT, ["batch", c, hw, hw])
+
+
+def out_info(shape, name="output"):
+    return oh.make_tensor_value_info(name, TP.FLOAT, shape)
+
+
+# ---- cases ------------------------------------------------------------------------------------------
+
+def case_resnet_block():
+    g = G()
+    x = conv_bn(g, "input", 3, 16, 7, stride=2, pad=3)
+    x = g.op("Relu", [x])
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    for cin, cout, stride in ((16, 32, 1), (32, 64, 2)):
+        y = g.op("Relu", [conv_bn(g, x, cin, cout // 2, 1)])
+        y = g.op("Relu", [conv_bn(g, y, cout // 2, cout // 2, 3, stride=stride)])
+        y = conv_bn(g, y, cout // 2, cout, 1)
+        sc = conv_bn(g, x, cin, cout, 1, stride=stride, pad=0)
+        x = g.op("Relu", [g.op("Add", [y, sc])])
+        y = g.op("Relu", [conv_bn(g, x, cout, cout, 3)])
+        y = conv_bn(g, y, cout, cout, 3)
+        x = g.op("Relu", [g.op("Add", [y, x])])
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    y = g.op("Gemm", [x, g.w(randw(10, 64)), g.w(randw(10, scale=0.1))], transB=1)
+    g.nodes[-1].output[0] = "output"
+    return g.model([img_input()], [out_info(["batch", 10])]), {"input": (2, 3, 32, 32)}
+
+
+def case_mobilenet_block():
+    g = G()
+    x = g.op("Clip", [conv_bn(g, "input", 3, 16, 3, stride=2), g.w(np.array(0, np.float32)), g.w(np.array(6, np.float32))])
+    for cin, cout, t, stride in ((16, 16, 1, 1), (16, 24, 6, 2), (24, 24, 6, 1)):
+        hid = cin * t
+        y = x
+        if t != 1:
+            y = g.op("Clip", [conv_bn(g, y, cin, hid, 1), g.w(np.array(0, np.float32)), g.w(np.array(6, np.float32))])
+        y = g.op("Clip", [conv_bn(g, y, hid, hid, 3, stride=stride, group=hid), g.w(np.array(0, np.float32)),
+                          g.w(np.array(6, np.float32))])
+        y = conv_bn(g, y, hid, cout, 1)
+        x = g.op("Add", [x, y]) if stride == 1 and cin == cout else y
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    g.op("Gemm", [x, g.w(randw(10, 24)), g.w(randw(10, scale=0.1))], transB=1)
+    g.nodes[-1].output[0] = "output"
+    return g.model([img_input()], [out_info(["batch", 10])]), {"input": (2, 3, 32, 32)}
+
+
+def attention(g, x, S, D, H, mask=None):
+    """x [B, S, D] -> multi-head self-attention output [B, S, D] (exporter style)."""
+    dh = D // H
+    q = g.op("Add", [g.op("MatMul", [x, g.w(randw(D, D))]), g.w(randw(D, scale=0.1))])
+    k = g.op("Add", [g.op("MatMul", [x, g.w(randw(D, D))]), g.w(randw(D, scale=0.1))])
+    v = g.op("Add", [g.op("MatMul", [x, g.w(randw(D, D))]), g.w(randw(D, scale=0.1))])
+    q = g.op("Transpose", [batch_reshape(g, q, [S, H, dh])], perm=[0, 2, 1, 3])
+    k = g.op("Transpose", [batch_reshape(g, k, [S, H, dh])], perm=[0, 2, 3, 1])
+    v = g.op("Transpose", [batch_reshape(g, v, [S, H, dh])], perm=[0, 2, 1, 3])
+    s = g.op("Div", [g.op("MatMul", [q, k]), g.w(np.array(np.sqrt(dh), np.float32))])
+    if mask is not None:
+        s = g.op("Add", [s, mask])
+    p = g.op("Softmax", [s], axis=-1)
+    o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+    o = batch_reshape(g, o, [S, D])
+    return g.op("Add", [g.op("MatMul", [o, g.w(randw(D, D))]), g.w(randw(D, scale=0.1))])
+
+
+def layernorm(g, x, D):
+    return g.op("LayerNormalization", [x, g.w(1 + 0.1 * randw(D, scale=1)), g.w(0.1 * randw(D, scale=1))], axis=-1,
+                epsilon=1e-12)
+
+
+def gelu_erf(g, x):
+    d = g.op("Div", [x, g.w(np.array(1.4142135381698608, np.float32))])
+    e = g.op("Erf", [d])
+    a = g.op("Add", [e, g.w(np.array(1.0, np.float32))])
+    m = g.op("Mul", [x, a])
+    return g.op("Mul", [m, g.w(np.array(0.5, np.float32))])
+
+
+def encoder_layer(g, x, S, D, H, F, mask=None):
+    a = attention(g, x, S, D, H, mask)
+    x = layernorm(g, g.op("Add", [a, x]), D)
+    h = gelu_erf(g, g.op("Add", [g.op("MatMul", [x, g.w(randw(D, F))]), g.w(randw(F, scale=0.1))]))
+    h = g.op("Add", [g.op("MatMul", [h, g.w(randw(F, D))]), g.w(randw(D, scale=0.1))])
+    return layernorm(g, g.op("Add", [h, x]), D)
+
+
+def case_bert_layer():
+    S, D, H, F, V = 16, 64, 4, 128, 100
+    g = G()
+    we = g.op("Gather", [g.w(randw(V, D, scale=0.5)), "input_ids"], axis=0)
+    pos = g.op("Gather", [g.w(randw(32, D, scale=0.5)), g.w(np.arange(S, dtype=np.int64)[None, :])], axis=0)
+    tt = g.op("Gather", [g.w(randw(2, D, scale=0.5)), g.op("Expand", [g.w(np.zeros((1, S), np.int64)),
+                                                                     g.op("Shape", ["input_ids"])])], axis=0)
+    x = layernorm(g, g.op("Add", [g.op("Add", [we, tt]), pos]), D)
+    # attention mask from the ids: (ids != 0) as an additive bias, exporter style
+    m = g.op("Cast", [g.op("Not", [g.op("Equal", ["input_ids", g.w(np.array(0, np.int64))])])], to=TP.FLOAT)
+    m = g.op("Unsqueeze", [g.op("Unsqueeze", [m, g.w(np.array([1], np.int64))]), g.w(np.array([2], np.int64))])
+    m = g.op("Mul", [g.op("Sub", [g.w(np.array(1.0, np.float32)), m]), g.w(np.array(np.finfo(np.float32).min, np.float32))])
+    x = encoder_layer(g, x, S, D, H, F, m)
+    x = encoder_layer(g, x, S, D, H, F, m)
+    g.nodes[-1].output[0] = "output"
+    ids = oh.make_tensor_value_info("input_ids", TP.INT64, ["batch", S])
+    return g.model([ids], [out_info(["batch", S, D])]), {"input_ids": (2, S)}
+
+
+def case_vit_block():
+    P, D, H, F, HW = 8, 64, 4, 128, 32
+    N = (HW // P) ** 2
+    g = G()
+    x = g.op("Conv", ["input", g.w(randw(D, 3, P, P)), g.w(randw(D, scale=0.1))], kernel_shape=[P, P], strides=[P, P])
+    x = batch_reshape(g, x, [D, N])
+    x = g.op("Transpose", [x], perm=[0, 2, 1])
+    s = g.op("Shape", [x])
+    b = g.op("Unsqueeze", [g.op("Gather", [s, g.w(np.array(0, np.int64))], axis=0), g.w(np.array([0], np.int64))])
+    shp = g.op("Concat", [b, g.w(np.array([1, 1], np.int64))], axis=0)
+    cls = g.op("Expand", [g.w(randw(1, 1, D, scale=0.5)), shp])
+    x = g.op("Concat", [cls, x], axis=1)
+    x = g.op("Add", [x, g.w(randw(1, N + 1, D, scale=0.5))])
+    y = attention(g, layernorm(g, x, D), N + 1, D, H)
+    x = g.op("Add", [x, y])
+    h = gelu_erf(g, g.op("Add", [g.op("MatMul", [layernorm(g, x, D), g.w(randw(D, F))]), g.w(randw(F, scale=0.1))]))
+    x = g.op("Add", [x, g.op("Add", [g.op("MatMul", [h, g.w(randw(F, D))]), g.w(randw(D, scale=0.1))])])
+    x = layernorm(g, x, D)
+    x = g.op("Gather", [x, g.w(np.array(0, np.int64))], axis=1)
+    g.op("Gemm", [x, g.w(randw(10, D)), g.w(randw(10, scale=0.1))], transB=1)
+    g.nodes[-1].output[0] = "output"
+    return g.model([img_input(3, HW)], [out_info(["batch", 10])]), {"input": (2, 3, HW, HW)}
+
+
+def case_misc_ops():
+    g = G()
+    x = "input"  # [B, 6, 8, 10]
+    a, b = g.op("Split", [x, g.w(np.array([2, 4], np.int64))], n_out=2, axis=1)
+    a = g.op("Sigmoid", [a])
+    b = g.op("Slice", [b, g.w(np.array([1, 0], np.int64)), g.w(np.array([7, 10], np.int64)),
+                       g.w(np.array([2, 3], np.int64)), g.w(np.array([2, 2], np.int64))])  # [B,4,3,5]
+    b = g.op("Pad", [b, g.w(np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64)), g.w(np.array(0.5, np.float32))])  # [B,4,4,5]
+    b = g.op("Tanh", [b])
+    a = g.op("AveragePool", [a], kernel_shape=[2, 2], strides=[2, 2])  # [B,2,4,5]
+    c = g.op("Concat", [a, b], axis=1)  # [B,6,4,5]
+    c = g.op("Softmax", [c], axis=1)
+    r = g.op("ReduceMean", [c], axes=[2], keepdims=0)  # [B,6,5]
+    r = g.op("Transpose", [r], perm=[0, 2, 1])  # [B,5,6]
+    r = g.op("LeakyRelu", [r], alpha=0.2)
+    m = g.op("ReduceSum", [r, g.w(np.array([-1], np.int64))], keepdims=1)  # [B,5,1]
+    w = g.op("Where", [g.op("Greater", [r, g.w(np.array(0.1, np.float32))]), r, g.op("Neg", [r])])
+    y = g.op("Div", [g.op("Sub", [w, m]), g.op("Add", [g.op("Sqrt", [g.op("Abs", [m])]), g.w(np.array(1.0, np.float32))])])
+    y = g.op("Max", [y, g.w(np.array(-0.5, np.float32))])
+    y = g.op("Mul", [g.op("HardSwish", [y]), g.op("Exp", [g.op("Pow", [y, g.w(np.array(2.0, np.float32))])])])
+    g.op("MatMul", [y, g.w(randw(6, 7))])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 6, 8, 10])
+    return g.model([inp], [out_info(["batch", 5, 7])]), {"input": (3, 6, 8, 10)}
+
+
+def case_gemm_variants():
+    g = G()
+    x = "input"  # [B, 12]
+    y = g.op("Gemm", [x, g.w(randw(12, 16))], alpha=0.5)  # no C
+    y = g.op("Gemm", [y, g.w(randw(8, 16)), g.w(randw(1, 8, scale=0.1))], transB=1, beta=2.0)
+    y = g.op("Relu", [y])
+    z = g.op("Gemm", [g.w(randw(8, 16)), y], transA=1, transB=1)  # [16, B]
+    z = g.op("Transpose", [z], perm=[1, 0])  # [B, 16]
+    b3 = g.op("Reshape", [z, g.w(np.array([-1, 4, 4], np.int64))])  # [B,4,4]
+    bm = g.op("MatMul", [b3, g.w(randw(2, 4, 3))]) if False else g.op("MatMul", [b3, b3])  # batched square
+    g.op("ReduceMax", [bm], axes=[1], keepdims=0)
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 12])
+    return g.model([inp], [out_info(["batch", 4])]), {"input": (5, 12)}
+
+
+CASES = {
+    "resnet_block": case_resnet_block,
+    "mobilenet_block": case_mobilenet_block,
+    "bert_layer": case_bert_layer,
+    "vit_block": case_vit_block,
+    "misc_ops": case_misc_ops,
+    "gemm_variants": case_gemm_variants,
+}
+
+
+def write_case(out, name, fn):
+    import onnxruntime as ort
+    model, shapes = fn()
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    feeds = {}
+    for i, vi in enumerate(model.graph.input):
+        shp = shapes[vi.name]
+        if vi.type.tensor_type.elem_type == TP.INT64:
+            a = rng.integers(0, 100, size=shp, dtype=np.int64)
+            a.flat[-3:] = 0  # padding tokens, so the mask matters
+        else:
+            a = rng.standard_normal(shp).astype(np.float32)
+        feeds[vi.name] = a
+        np.save(os.path.join(d, f"input_{i}.npy"), a)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    outs = sess.run(None, feeds)
+    for j, o in enumerate(outs):
+        np.save(os.path.join(d, f"output_{j}.npy"), o)
+    print(f"{name}: inputs {[feeds[k].shape for k in feeds]} -> outputs {[o.shape for o in outs]}")
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "gpu_models"
+    for name, fn in CASES.items():
+        write_case(out, name, fn)
+
+
+if __name__ == "__main__":
+    main()
