@@ -34,7 +34,8 @@ def main():
             p = json.loads(r.stdout)
             o = p["orders"]
             orders = "%s (%s / %s)" % (p["order"], mib(o["original"]["arena_bytes"]),
-                                        mib(o["memory_aware"]["arena_bytes"]) if "memory_aware" in o else "-")
+                                        (mib(o["memory_aware"]["arena_bytes"]) if o["memory_aware"]["packed"]
+                                         else "LB " + mib(o["memory_aware"]["lower_bound"])) if "memory_aware" in o else "same")
             worst = max(worst, p["ratio"])
             print("| %s | %s | %d | %s | %s | %s | %.4f | %s | %s | %.0f |" % (
                 name, b, p["steps"], mib(p["no_reuse_bytes"]), mib(p["lower_bound"]), mib(p["arena_bytes"]),

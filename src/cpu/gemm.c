@@ -37,8 +37,8 @@
 #define IG_GEMM_X86 1
 #endif
 
-typedef void (*kern_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, float alpha,
-                        float beta, const float *bias);
+typedef void (*kern_fn)(int64_t kc, const float *ap, int64_t lda, const float *bp, float *c, int64_t ldc,
+                        float alpha, float beta, const float *bias);
 
 /* One instruction-set variant: register tile MR x NR, and KC, the steps of k per B panel (KC x NR
  * floats, sized to stay in L1). */
@@ -46,19 +46,20 @@ typedef struct gemm_arch {
     const char *name;
     int mr, nr;
     int64_t kc;
-    kern_fn kern;
+    kern_fn kern;      /* A packed: MR values per step of k */
+    kern_fn kern_rows; /* A read in place: row i at ap + i * lda (for weights used by few column panels) */
 } gemm_arch;
 
 /*
- * The micro-kernel: C[0:MR, 0:NR] = alpha * Ap * Bp + beta * C (+ bias[i] on row i when bias is not
- * NULL; beta == 0: C is not read), where
- * Ap holds kc steps of MR values and Bp kc steps of NR values. VW floats per vector, NV vectors per
- * row of the tile (NR = VW * NV). The accumulators are an array of vectors that full unrolling turns
- * into registers.
+ * The micro-kernel: C[0:MR, 0:NR] = alpha * A * Bp + beta * C (+ bias[i] on row i when bias is not
+ * NULL; beta == 0: C is not read), where Bp holds kc steps of NR values and A is either packed (kc
+ * steps of MR values) or, with ROWS, read in place (row i at ap + i * lda). VW floats per vector, NV
+ * vectors per row of the tile (NR = VW * NV). The accumulators are an array of vectors that full
+ * unrolling turns into registers.
  */
-#define DEFINE_KERNEL(NAME, ATTR, MR, VW, NV)                                                              \
-    ATTR static void NAME(int64_t kc, const float *restrict ap, const float *restrict bp, float *restrict c, \
-                          int64_t ldc, float alpha, float beta, const float *restrict bias)                \
+#define DEFINE_KERNEL(NAME, ATTR, MR, VW, NV, ROWS)                                                        \
+    ATTR static void NAME(int64_t kc, const float *restrict ap, int64_t lda, const float *restrict bp,     \
+                          float *restrict c, int64_t ldc, float alpha, float beta, const float *restrict bias) \
     {                                                                                                      \
         typedef float vf __attribute__((vector_size((VW) * 4)));                                           \
         typedef float vfu __attribute__((vector_size((VW) * 4), aligned(4), may_alias));                   \
@@ -67,11 +68,11 @@ typedef struct gemm_arch {
             IG_UNROLL(NV) for (int j = 0; j < (NV); j++) acc[i][j] = (vf){0};                              \
         for (int64_t p = 0; p < kc; p++) {                                                                 \
             const float *bq = bp + p * ((VW) * (NV));                                                      \
-            const float *aq = ap + p * (MR);                                                               \
+            const float *aq = (ROWS) ? ap + p : ap + p * (MR);                                            \
             vf bv[NV];                                                                                     \
             IG_UNROLL(NV) for (int j = 0; j < (NV); j++) bv[j] = *(const vfu *)(bq + j * (VW));            \
             IG_UNROLL(MR) for (int i = 0; i < (MR); i++) {                                                 \
-                float av = aq[i];                                                                          \
+                float av = (ROWS) ? aq[i * lda] : aq[i];                                                   \
                 IG_UNROLL(NV) for (int j = 0; j < (NV); j++) acc[i][j] += bv[j] * av;                      \
             }                                                                                              \
         }                                                                                                  \
@@ -93,14 +94,17 @@ typedef struct gemm_arch {
 #define MAX_NR 32
 #define MAX_KC 256
 
-DEFINE_KERNEL(kern_generic, , 6, 4, 2)
-static const gemm_arch arch_generic = {"generic", 6, 8, 256, kern_generic};
+DEFINE_KERNEL(kern_generic, , 6, 4, 2, 0)
+DEFINE_KERNEL(kern_generic_rows, , 6, 4, 2, 1)
+static const gemm_arch arch_generic = {"generic", 6, 8, 256, kern_generic, kern_generic_rows};
 
 #ifdef IG_GEMM_X86
-DEFINE_KERNEL(kern_avx2, __attribute__((target("avx2,fma"))), 6, 8, 2)
-DEFINE_KERNEL(kern_avx512, __attribute__((target("avx512f"))), 14, 16, 2)
-static const gemm_arch arch_avx2 = {"avx2", 6, 16, 256, kern_avx2};
-static const gemm_arch arch_avx512 = {"avx512", 14, 32, 256, kern_avx512};
+DEFINE_KERNEL(kern_avx2, __attribute__((target("avx2,fma"))), 6, 8, 2, 0)
+DEFINE_KERNEL(kern_avx2_rows, __attribute__((target("avx2,fma"))), 6, 8, 2, 1)
+DEFINE_KERNEL(kern_avx512, __attribute__((target("avx512f"))), 14, 16, 2, 0)
+DEFINE_KERNEL(kern_avx512_rows, __attribute__((target("avx512f"))), 14, 16, 2, 1)
+static const gemm_arch arch_avx2 = {"avx2", 6, 16, 256, kern_avx2, kern_avx2_rows};
+static const gemm_arch arch_avx512 = {"avx512", 14, 32, 256, kern_avx512, kern_avx512_rows};
 #endif
 
 /* Test hook: -1 picks from the CPU; 0 forces generic, 1 AVX2, 2 AVX-512 (when the CPU has them). */
@@ -262,6 +266,8 @@ static void gemv(struct ig_pool *pool, gemv_job *g)
  * Either way a product is two parallel loops (pack, compute): each hand-off to the pool costs tens
  * of microseconds on small VMs. The shared packed operand is capped; bigger products go in chunks.
  */
+/* A-stationary items with at most this many column panels read their rows of A in place. */
+#define A_IN_PLACE_PANELS 4
 /* Steps of k per block of a transposing pack (PACK_STEP x 32 floats stay in L1). */
 #define PACK_STEP 64
 /* Rows of packed A per chunk, so that one KC slice of it (rows x KC floats) stays in L2. */
@@ -363,19 +369,20 @@ static void pack_shared_range(void *arg, int64_t pb, int64_t pe)
 
 /* One MR x NR tile of C at (row r0, col c0) = alpha * ap * bp over kc steps + beta * C (+ the row bias
  * on the first K slice, first == true). */
-static void run_tile(const gemm_job *j, const float *ap, const float *bp, int64_t kc, int64_t r0, int64_t rows,
-                     int64_t c0, int64_t cols, float beta, bool first)
+static void run_tile(const gemm_job *j, const float *ap, int64_t lda, const float *bp, int64_t kc, int64_t r0,
+                     int64_t rows, int64_t c0, int64_t cols, float beta, bool first)
 {
     const gemm_arch *ar = j->ar;
+    kern_fn kern = lda ? ar->kern_rows : ar->kern; /* lda 0: ap is packed */
     float *c = j->c + r0 * j->ldc + c0;
     const float *bias = first && j->row_bias ? j->row_bias + r0 : NULL;
     if (rows == ar->mr && cols == ar->nr) {
-        ar->kern(kc, ap, bp, c, j->ldc, j->alpha, beta, bias);
+        kern(kc, ap, lda, bp, c, j->ldc, j->alpha, beta, bias);
         return;
     }
     /* edge tile: compute the full tile aside, merge the valid part */
     float tile[MAX_MR * MAX_NR];
-    ar->kern(kc, ap, bp, tile, ar->nr, 1.0f, 0.0f, NULL);
+    kern(kc, ap, lda, bp, tile, ar->nr, 1.0f, 0.0f, NULL);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t q = 0; q < cols; q++) {
             float *cp = &c[i * j->ldc + q];
@@ -395,15 +402,20 @@ static void compute_item(const gemm_job *j, int64_t w, int64_t pk, float *own)
     int64_t sb = g * j->per_grp, se = min64(j->n_shared, sb + j->per_grp);
     if (j->a_stat) {
         int64_t rows = panel_rows(j, o), r0 = j->i0 + o * mr;
-        pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
+        /* few column panels: packing the rows of A would cost more than the multiply; read them in place */
+        bool in_place = !j->ta && rows == mr && se - sb <= A_IN_PLACE_PANELS;
+        const float *ap = own;
+        if (in_place) ap = j->a + r0 * j->lda + j->p0 + pk;
+        else pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
         for (int64_t jr = sb; jr < se; jr++)
-            run_tile(j, own, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr, panel_cols(j, jr), beta, first);
+            run_tile(j, ap, in_place ? j->lda : 0, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr,
+                     panel_cols(j, jr), beta, first);
     } else {
         int64_t cols = panel_cols(j, o);
         pack_b_panel(j, o * nr, cols, j->p0 + pk, kc, own);
         for (int64_t ir = sb; ir < se; ir++)
-            run_tile(j, j->sp + ir * mr * j->kl + pk * mr, own, kc, j->i0 + ir * mr, panel_rows(j, ir), o * nr, cols,
-                     beta, first);
+            run_tile(j, j->sp + ir * mr * j->kl + pk * mr, 0, own, kc, j->i0 + ir * mr, panel_rows(j, ir), o * nr,
+                     cols, beta, first);
     }
 }
 

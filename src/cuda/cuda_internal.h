@@ -145,7 +145,7 @@ typedef struct ig_cu_step {
         ig_cu_ew ew;
         ig_cu_conv conv;
         ig_cu_gemm gemm;
-        struct { int32_t x, y; ig_softmax_args args; } softmax;
+        struct { int32_t x, y, mask; ig_softmax_args args; } softmax;
         struct { int32_t x, y, gamma, beta; ig_layernorm_args args; } ln;
         struct { int32_t x, y; ig_reduce_args args; } reduce;
         struct { int32_t x, y; ig_pool_args args; } pool;

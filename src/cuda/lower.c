@@ -187,6 +187,25 @@ static int32_t new_dense(lower *L, ingot_dtype dt, int32_t rank, const int64_t *
     return new_tensor(L, b, dt, rank, dims, NULL, 0);
 }
 
+/* A fresh dense tensor whose memory order is the logical order with axis `inner` moved last (-1 or the
+ * last axis: plain row-major; axis 1 of a rank-4 tensor: channels-last). */
+static int32_t new_dense_inner(lower *L, ingot_dtype dt, int32_t rank, const int64_t *dims, int32_t inner)
+{
+    if (inner < 0 || inner >= rank - 1) return new_dense(L, dt, rank, dims, false);
+    size_t bytes = numel_of(rank, dims) * ingot_dtype_size(dt);
+    int32_t b = new_buf(L, IG_LOC_ARENA, bytes);
+    if (b < 0) return -1;
+    int64_t st[IG_MAX_RANK], s = 1;
+    st[inner] = 1;
+    s = dims[inner] > 0 ? dims[inner] : 1;
+    for (int32_t k = rank - 1; k >= 0; k--) {
+        if (k == inner) continue;
+        st[k] = s;
+        s *= dims[k] > 0 ? dims[k] : 1;
+    }
+    return new_tensor(L, b, dt, rank, dims, st, 0);
+}
+
 static ig_cu_step *new_step(lower *L, int kind, int32_t node_id, const char *what)
 {
     ig_cu_prog *p = L->p;
@@ -953,17 +972,22 @@ static ingot_status group_extend_emit(lower *L, group *G, int32_t anchor_node)
         L->done[c] = true;
         L->p->n_fused++;
     }
-    /* the output: channels-last when its main input is, else dense */
+    /* The output keeps the innermost (contiguous) axis of its main input -- the first input of the
+     * output's full shape: channels-last stays channels-last, and a transposed operand (K^T) is written
+     * transposed, so the copy streams along one axis and a GEMM downstream takes the transpose for free.
+     * Otherwise the output is dense in logical order. */
     int32_t ov = G->cur_value;
-    bool nhwc = false;
-    for (int i = 0; i < G->e.n_in; i++) {
+    int32_t inner_axis = -1;
+    for (int i = 0; i < G->e.n_in && inner_axis < 0; i++) {
         const ig_cu_tensor *t = T(L, G->e.in[i]);
-        if (t->rank == 4 && val(L, ov)->shape.rank == 4 && tensor_nhwc(t) && !ig__cu_tensor_contig(t)) {
-            bool full = true;
-            for (int32_t k = 0; k < 4; k++)
-                if (t->dims[k] != val(L, ov)->shape.d[k].n) full = false;
-            if (full) nhwc = true;
-        }
+        if (t->rank != val(L, ov)->shape.rank || t->rank < 2) continue;
+        bool full = true;
+        for (int32_t k = 0; k < t->rank; k++)
+            if (t->dims[k] != val(L, ov)->shape.d[k].n) full = false;
+        if (!full) continue;
+        for (int32_t k = 0; k < t->rank; k++)
+            if (t->strides[k] == 1 && t->dims[k] > 1) inner_axis = k;
+        if (inner_axis < 0) inner_axis = t->rank - 1;
     }
     int64_t dims[IG_MAX_RANK];
     int32_t rank = value_dims(L, ov, dims);
@@ -977,7 +1001,7 @@ static ingot_status group_extend_emit(lower *L, group *G, int32_t anchor_node)
     for (int i = 0; i < G->e.n_in; i++)
         if (ig__dtype_is_float(T(L, G->e.in[i])->dtype)) G->e.int_math = false;
     /* int programs read scalar constants as integers */
-    int32_t out = new_dense(L, dev_dtype(L->p, val(L, ov)->dtype), rank, dims, nhwc);
+    int32_t out = new_dense_inner(L, dev_dtype(L->p, val(L, ov)->dtype), rank, dims, inner_axis);
     if (out < 0) return oom(L);
     L->p->val_tensor[ov] = out;
     return ew_finish(L, anchor_node, NULL, &G->e, out, 0);
@@ -1328,6 +1352,23 @@ static int gemm_batch(const mat *a, const mat *b, const mat *d, int32_t nb, ig_c
     g->batch = 1;
     g->sa = g->sb = g->sd = 0;
     if (n == 0) return 0;
+    /* b shared by every batch (a weight): fold the batch into M when a's rows run evenly through it --
+     * one large GEMM instead of a batch of small ones */
+    bool b_shared0 = true;
+    for (int32_t k = 0; k < n; k++)
+        if (sb[k] != 0) b_shared0 = false;
+    if (b_shared0 && !g->a_trans) {
+        bool ok = true;
+        for (int32_t k = 0; k < n && ok; k++) {
+            int64_t inner_a = k + 1 < n ? sa[k + 1] * bd[k + 1] : g->lda * g->m;
+            int64_t inner_d = k + 1 < n ? sd[k + 1] * bd[k + 1] : g->ldd * g->m;
+            ok = sa[k] == inner_a && sd[k] == inner_d;
+        }
+        if (ok) {
+            for (int32_t k = 0; k < n; k++) g->m *= bd[k];
+            return 0;
+        }
+    }
     if (n == 1) {
         g->batch = bd[0];
         g->sa = sa[0];
@@ -1351,10 +1392,11 @@ static int gemm_batch(const mat *a, const mat *b, const mat *d, int32_t nb, ig_c
             return 0;
         }
     }
-    bool a_dense = true;
-    for (int32_t k = 0; k < n; k++)
-        if (sa[k] == 0) a_dense = false;
-    return a_dense ? 1 : 2;
+    /* copy the operand whose batch dims do not run evenly (d is dense: it always does) */
+    bool a_even = true;
+    for (int32_t k = 1; k < n; k++)
+        if (sa[k - 1] != sa[k] * bd[k]) a_even = false;
+    return a_even ? 2 : 1;
 }
 
 static bool is_gelu_chain(lower *L, int32_t x, int32_t *nodes, int32_t *out)
@@ -1431,8 +1473,29 @@ static int32_t unsqueeze_view(lower *L, int32_t t, int32_t at)
     return new_tensor(L, x.buf, x.dtype, x.rank, x.dims, x.strides, x.offset);
 }
 
+/* A dense copy of GEMM operand t that keeps its contiguous axis: row-major when its last dim is the
+ * contiguous one, else column-major (a dense buffer of the transposed dims, seen through a transposed
+ * view), so the copy reads and writes along the same axis and cuBLASLt takes the transpose. */
+static int32_t materialize_matrix(lower *L, int32_t node_id, int32_t t)
+{
+    ig_cu_tensor x = *T(L, t);
+    int32_t r = x.rank;
+    if (r < 2 || x.strides[r - 1] == 1 || x.strides[r - 2] != 1)
+        return materialize(L, node_id, t, false, "GEMM operand copy");
+    int64_t dd[IG_MAX_RANK];
+    for (int32_t k = 0; k < r; k++) dd[k] = x.dims[k];
+    dd[r - 1] = x.dims[r - 2];
+    dd[r - 2] = x.dims[r - 1];
+    int32_t d = new_dense(L, x.dtype, r, dd, false);
+    if (d < 0) return -1;
+    int32_t v = transpose_last2(L, d);
+    if (v < 0) return -1;
+    if (emit_copy(L, node_id, "GEMM operand copy", t, v, 0) != INGOT_OK) return -2;
+    return v;
+}
+
 static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t bt, int32_t cv_gemm, float alpha,
-                                      float beta)
+                                      float beta, bool no_epi)
 {
     const ig_node *n = node(L, id);
     int32_t yv = n->outputs[0];
@@ -1466,7 +1529,7 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
         }
     }
     /* [Add(bias)] */
-    int32_t c = sole_consumer(L, cur);
+    int32_t c = no_epi ? -1 : sole_consumer(L, cur);
     if (bias_t < 0 && c_t < 0 && c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_add) {
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
@@ -1533,8 +1596,8 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
                              B.dims[B.rank - 2]);
         bool oka = mat_layout(&A, &g.lda, &g.a_trans), okb = mat_layout(&B, &g.ldb, &g.b_trans);
         if (!oka || !okb) {
-            if (!oka) at = materialize(L, id, at, false, "GEMM operand copy");
-            if (!okb) bt = materialize(L, id, bt, false, "GEMM operand copy");
+            if (!oka) at = materialize_matrix(L, id, at);
+            if (!okb) bt = materialize_matrix(L, id, bt);
             if (at < 0 || bt < 0) return L->err->status ? L->err->status : oom(L);
             continue;
         }
@@ -1555,12 +1618,12 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
         g.ldd = g.n;
         int r = gemm_batch(&A, &B, &D, nb, &g);
         if (r == 1) {
-            at = materialize(L, id, at, false, "GEMM operand copy");
+            at = materialize_matrix(L, id, at);
             if (at < 0) return L->err->status ? L->err->status : oom(L);
             continue;
         }
         if (r == 2) {
-            bt = materialize(L, id, bt, false, "GEMM operand copy");
+            bt = materialize_matrix(L, id, bt);
             if (bt < 0) return L->err->status ? L->err->status : oom(L);
             continue;
         }
@@ -1600,7 +1663,7 @@ static ingot_status lower_matmul(lower *L, int32_t id)
         T(L, at)->dtype == INGOT_DTYPE_DOUBLE)
         return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "operands of types %s and %s",
                          ingot_dtype_name(T(L, at)->dtype), ingot_dtype_name(T(L, bt)->dtype));
-    return lower_gemm_common(L, id, at, bt, -1, 1.f, 0.f);
+    return lower_gemm_common(L, id, at, bt, -1, 1.f, 0.f, false);
 }
 
 static ingot_status lower_gemm(lower *L, int32_t id)
@@ -1617,7 +1680,7 @@ static ingot_status lower_gemm(lower *L, int32_t id)
     if (at < 0 || bt < 0) return oom(L);
     float alpha = ig__attr_float(n, "alpha", 1.f), beta = ig__attr_float(n, "beta", 1.f);
     int32_t cv = in_id(L, id, 2);
-    return lower_gemm_common(L, id, at, bt, cv, alpha, beta);
+    return lower_gemm_common(L, id, at, bt, cv, alpha, beta, false);
 }
 
 /* ---- other ops ----------------------------------------------------------------------------------------- */
@@ -1647,12 +1710,15 @@ static ingot_status lower_softmax(lower *L, int32_t id)
     if (!s) return oom(L);
     s->u.softmax.x = xt;
     s->u.softmax.y = yt;
+    s->u.softmax.mask = -1;
     ig_softmax_args *a = &s->u.softmax.args;
     a->dtype = x.dtype;
     a->rows = rows;
     a->cols = cols;
     a->inner = inner;
     a->log = n->op == IG_OP_log_softmax;
+    a->scale = 1.f;
+    a->row_dims[0] = a->row_dims[1] = a->row_dims[2] = 1;
     L->p->val_tensor[n->outputs[0]] = yt;
     L->done[id] = true;
     return INGOT_OK;
@@ -2300,10 +2366,102 @@ static ingot_status lower_identity(lower *L, int32_t id)
     return alias_value(L, n->outputs[0], xt);
 }
 
+/* MatMul [-> Mul/Div by a scalar] [-> Add(mask)] -> Softmax over the last axis: the scale goes into the
+ * GEMM's alpha and the mask into the softmax kernel, so the scores are written once and read once. */
+static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
+{
+    *st = INGOT_OK;
+    const ig_node *n = node(L, id);
+    int32_t s = n->outputs[0], scale_node = -1, mask_node = -1, mask_v = -1;
+    float scale = 1.f;
+    double k;
+    int32_t c = sole_consumer(L, s);
+    if (c >= 0 && (node(L, c)->op == IG_OP_mul || node(L, c)->op == IG_OP_div)) {
+        const ig_node *m = node(L, c);
+        int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
+        if (!const_scalar(L, other, &k) || (m->op == IG_OP_div && m->inputs[1] != other) || m->inputs[0] == m->inputs[1])
+            return false;
+        scale = m->op == IG_OP_mul ? (float)k : (float)(1.0 / k);
+        scale_node = c;
+        s = m->outputs[0];
+        c = sole_consumer(L, s);
+    }
+    if (c >= 0 && node(L, c)->op == IG_OP_add) {
+        const ig_node *m = node(L, c);
+        int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
+        if (m->inputs[0] == m->inputs[1] || !same_shape(L, m->outputs[0], s)) return false;
+        if (!is_const(L, other) && L->p->val_tensor[other] < 0) return false;
+        mask_node = c;
+        mask_v = other;
+        s = m->outputs[0];
+        c = sole_consumer(L, s);
+    }
+    if (c < 0 || (scale_node < 0 && mask_node < 0)) return false;
+    const ig_node *sm = node(L, c);
+    if (sm->op != IG_OP_softmax && sm->op != IG_OP_log_softmax) return false;
+    int32_t rank = val(L, s)->shape.rank;
+    int64_t axis = ig__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1);
+    if (rank < 1 || rank > 4 || norm_axis(axis, rank) != rank - 1) return false;
+    int64_t sd[4] = {1, 1, 1, 1};
+    for (int32_t q = 0; q < rank; q++) sd[4 - rank + q] = val(L, s)->shape.d[q].n;
+    int64_t ms[4] = {0, 0, 0, 0};
+    int32_t mt = -1;
+    if (mask_v >= 0) {
+        mt = get(L, mask_v);
+        if (mt < 0) return false;
+        const ig_cu_tensor *M = T(L, mt);
+        int32_t pad = 4 - M->rank;
+        if (pad < 0) return false;
+        for (int q = 0; q < 4; q++) {
+            if (q < pad) continue;
+            int64_t d = M->dims[q - pad];
+            if (d == sd[q]) ms[q] = d == 1 ? 0 : M->strides[q - pad];
+            else if (d != 1) return false;
+        }
+    }
+    /* the GEMM (scale as alpha), then the softmax reading the mask */
+    int32_t at = get(L, n->inputs[0]), bt = get(L, n->inputs[1]);
+    if (at < 0 || bt < 0 || T(L, at)->dtype != T(L, bt)->dtype || !ig__dtype_is_float(T(L, at)->dtype) ||
+        T(L, at)->dtype == INGOT_DTYPE_DOUBLE)
+        return false;
+    if ((*st = lower_gemm_common(L, id, at, bt, -1, scale, 0.f, true)) != INGOT_OK) return true;
+    int32_t xt = L->p->val_tensor[n->outputs[0]];
+    ig_cu_tensor x = *T(L, xt);
+    int32_t yt = new_dense(L, x.dtype, x.rank, x.dims, false);
+    ig_cu_step *step = yt >= 0 ? new_step(L, IG_ST_SOFTMAX, c, NULL) : NULL;
+    if (!step) {
+        *st = oom(L);
+        return true;
+    }
+    step->u.softmax.x = xt;
+    step->u.softmax.y = yt;
+    ig_softmax_args *a = &step->u.softmax.args;
+    memset(a, 0, sizeof *a);
+    a->dtype = x.dtype;
+    a->cols = sd[3];
+    a->rows = sd[0] * sd[1] * sd[2];
+    a->inner = 1;
+    a->log = sm->op == IG_OP_log_softmax;
+    a->scale = 1.f; /* already applied by the GEMM */
+    a->row_dims[0] = sd[0];
+    a->row_dims[1] = sd[1];
+    a->row_dims[2] = sd[2];
+    for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
+    a->mask_dtype = mt >= 0 ? T(L, mt)->dtype : 0;
+    step->u.softmax.mask = mt;
+    if (scale_node >= 0) { L->done[scale_node] = true; L->p->n_fused++; }
+    if (mask_node >= 0) { L->done[mask_node] = true; L->p->n_fused++; }
+    L->done[c] = true;
+    L->p->n_fused++;
+    L->p->val_tensor[sm->outputs[0]] = yt;
+    return true;
+}
+
 static ingot_status lower_matmul_or_attention(lower *L, int32_t id)
 {
     ingot_status st;
     if (try_attention(L, id, &st)) return st;
+    if (try_scores_softmax(L, id, &st)) return st;
     return lower_matmul(L, id);
 }
 
@@ -2480,7 +2638,7 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
         L.done[id] = true;
         for (int32_t j = 0; j < n->n_outputs; j++) {
             int32_t v = n->outputs[j];
-            if (v >= 0 && p->val_tensor[v] < 0 && (n_cons(&L, v) > 0 || L.is_output[v]) && !is_const(&L, v)) {
+            if (v >= 0 && p->val_tensor[v] < 0 && needed_later(&L, v, NULL, 0) && !is_const(&L, v)) {
                 st = fail_node(&L, id, INGOT_ERR_INTERNAL, "output '%s' was not produced", g->values[v].name);
                 goto out;
             }

@@ -680,8 +680,10 @@ static void conv_pack_b(void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t c
                 src = src * gm->in[i] + ii;
             }
             int64_t a = r->ow0, b = r->ow0 + r->len; /* the run's output range along the last dim */
+            /* the valid part [va, vb) of [a, b), empty (va == vb) when no tap of this run lands inside */
             int64_t va = inside ? (lo > a ? lo : a) : b, vb = inside ? (hi < b ? hi : b) : b;
-            if (va > vb) va = vb;
+            if (va > b) va = b;
+            if (vb < va) vb = va;
             const float *xr = xc + src * iw_n; /* xr[ow * sw + off] */
             for (int64_t ow = a; ow < va; ow++) d[ow - a] = 0;
             if (sw == 1) {

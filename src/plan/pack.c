@@ -503,16 +503,11 @@ static ingot_status make_order(packer *p, int kind, int32_t *order, const rmq *r
 enum { SKY_WIDEST, SKY_TALLEST, SKY_EDGE, SKY_COUNT };
 static const char *const sky_names[SKY_COUNT] = {"skyline-widest", "skyline-tallest", "skyline-edge"};
 
-/* Returns the arena (UINT64_MAX when it exceeds cap); offsets in p->off. h: [n_seg] scratch,
- * un: [m] scratch. Each iteration finds the lowest run of segments [L, R) and places the best
- * buffer whose segment range lies inside it; when none does, the run is raised to its lower
- * neighbour (that area is wasted). */
-static uint64_t skyline(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t *un)
+/* The skyline packer from a given state: h holds the skyline over the segments, un[0..nu) the
+ * buffers still to place, top the arena so far. */
+static uint64_t skyline_from(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t *un, int32_t nu, uint64_t top)
 {
-    int32_t nu = p->m, ns = p->n_seg;
-    uint64_t top = 0;
-    for (int32_t i = 0; i < nu; i++) un[i] = i;
-    memset(h, 0, sizeof(uint64_t) * (size_t)ns);
+    int32_t ns = p->n_seg;
     while (nu > 0) {
         int32_t L = 0;
         for (int32_t s = 1; s < ns; s++)
@@ -564,6 +559,18 @@ static uint64_t skyline(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t 
     return top;
 }
 
+/* Returns the arena (UINT64_MAX when it exceeds cap); offsets in p->off. h: [n_seg] scratch,
+ * un: [m] scratch. Each iteration finds the lowest run of segments [L, R) and places the best
+ * buffer whose segment range lies inside it; when none does, the run is raised to its lower
+ * neighbour (that area is wasted). */
+static uint64_t skyline(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t *un)
+{
+    int32_t nu = p->m;
+    for (int32_t i = 0; i < nu; i++) un[i] = i;
+    memset(h, 0, sizeof(uint64_t) * (size_t)p->n_seg);
+    return skyline_from(p, rule, cap, h, un, nu, 0);
+}
+
 /* ---- skyline search: depth-first, the lowest-leftmost point first, bounded ---- */
 
 /* A bounded depth-first search for a packing within `cap` (MiniMalloc's idea of canonical solutions,
@@ -592,7 +599,8 @@ typedef struct ssearch {
     int32_t nfr, capfr;
     int32_t *pool;
     int32_t npool, cappool;
-    int32_t n_placed, depth; /* placed now; most placed at once in this search */
+    int32_t n_placed, depth; /* placed now; placed in the snapshot */
+    uint64_t area, best_area; /* bytes x steps placed now; in the snapshot */
     uint8_t *can; /* [n_seg + 1] run_cover's table */
     uint64_t *snap_off; /* the deepest partial packing found */
     uint8_t *snap_placed;
@@ -785,6 +793,7 @@ static void sundo(packer *p, ssearch *S, sframe *f)
         }
         p->placed[i] = 0;
         S->n_placed--;
+        S->area -= p->size[i] * (uint64_t)(p->pt[p->sb[i]] - p->pt[p->sa[i]]);
     } else if (f->applied == -2) {
         for (int32_t s = f->L; s < f->wR; s++) S->h[s] = f->lvl;
     }
@@ -800,6 +809,7 @@ static int sky_search(packer *p, ssearch *S, uint64_t cap, uint64_t budget)
     memcpy(S->rem, p->seg_live, sizeof(uint64_t) * (size_t)p->n_seg);
     memset(p->placed, 0, (size_t)m);
     S->nfr = S->npool = S->n_placed = 0;
+    S->area = S->best_area = 0;
     if (!spush(p, S, cap, 0, p->n_seg)) return -1;
     while (S->nfr > 0) {
         if (p->work - w0 > budget) return 0;
@@ -815,6 +825,7 @@ static int sky_search(packer *p, ssearch *S, uint64_t cap, uint64_t budget)
             p->placed[i] = 1;
             p->off[i] = f->lvl;
             S->n_placed++;
+            S->area += p->size[i] * (uint64_t)(p->pt[p->sb[i]] - p->pt[p->sa[i]]);
             f->applied = i;
             bool ok = true;
             /* every unplaced neighbour must still fit above this buffer */
@@ -828,7 +839,8 @@ static int sky_search(packer *p, ssearch *S, uint64_t cap, uint64_t budget)
             p->work += (uint64_t)(p->adj_start[i + 1] - p->adj_start[i]) / 4 + (uint64_t)(p->sb[i] - p->sa[i]);
             if (!ok) continue;
             if (S->n_placed == m) return 1;
-            if (S->n_placed > S->depth) { /* deepest partial packing, for completion */
+            if (S->area > S->best_area) { /* the partial packing covering most, for completion */
+                S->best_area = S->area;
                 S->depth = S->n_placed;
                 memcpy(S->snap_off, p->off, sizeof(uint64_t) * (size_t)m);
                 memcpy(S->snap_placed, p->placed, (size_t)m);
@@ -963,6 +975,27 @@ static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size
                 *best = a;
                 memcpy(best_off, p->off, sizeof(uint64_t) * (size_t)m);
                 res->strategy = "skyline-search+greedy";
+            }
+            /* ... and by the skyline packers, which continue filling its lowest levels */
+            for (int rule = 0; rule < SKY_COUNT; rule++) {
+                memcpy(p->off, S.snap_off, sizeof(uint64_t) * (size_t)m);
+                memset(S.h, 0, sizeof(uint64_t) * (size_t)p->n_seg);
+                for (int32_t k = 0; k < m; k++) {
+                    if (!S.snap_placed[k]) continue;
+                    for (int32_t sg = p->sa[k]; sg < p->sb[k]; sg++)
+                        if (p->off[k] + p->size[k] > S.h[sg]) S.h[sg] = p->off[k] + p->size[k];
+                }
+                p->work += (uint64_t)m + (uint64_t)p->n_seg;
+                a = skyline_from(p, rule, *best - 1, S.h, cand, nr, top);
+                p->work += (uint64_t)nr * (uint64_t)(nr + p->n_seg);
+                if (a < *best) {
+                    *best = a;
+                    memcpy(best_off, p->off, sizeof(uint64_t) * (size_t)m);
+                    res->strategy = "skyline-search+skyline";
+                }
+                nr = 0; /* skyline_from reorders cand: rebuild it */
+                for (int32_t k = 0; k < m; k++)
+                    if (!S.snap_placed[size_order[k]]) cand[nr++] = size_order[k];
             }
         }
     }

@@ -93,6 +93,8 @@ static ingot_status gctx_init(gctx *c, const ig_graph *g, const ig_plan_options 
     if (!c->o.align) c->o.align = IG_PLAN_ALIGN_DEFAULT;
     if (c->o.align & (c->o.align - 1))
         return ig__errf(err, INGOT_ERR_INVALID_ARG, "plan alignment %" PRIu64 " is not a power of two", c->o.align);
+    if (c->o.guard > UINT64_MAX / 4)
+        return ig__errf(err, INGOT_ERR_INVALID_ARG, "guard of %" PRIu64 " bytes is too large", c->o.guard);
     if (g->n_nodes > 0 && !g->order)
         return ig__errf(err, INGOT_ERR_INTERNAL, "planning a graph that has no execution order (not sorted)");
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
@@ -279,7 +281,7 @@ static ingot_status layout_build(const gctx *c, const int32_t *order, int32_t ef
     int32_t k = 0;
     for (int32_t v = 0; v < g->n_values; v++) {
         if (!c->planned[v] || L->root[v] != v) continue;
-        L->bufs[k] = (ig_pack_buf){c->bytes[v], L->first[v], L->glast[v]};
+        L->bufs[k] = (ig_pack_buf){c->bytes[v] + c->o.guard, L->first[v], L->glast[v]};
         L->buf_value[k] = v;
         L->buf_node[k] = -1;
         L->buf_of_value[v] = k;
@@ -288,7 +290,7 @@ static ingot_status layout_build(const gctx *c, const int32_t *order, int32_t ef
     for (int32_t s = 0; s < ns; s++) {
         uint64_t sc = c->scratch[order[s]];
         if (!sc) continue;
-        L->bufs[k] = (ig_pack_buf){sc, s, s};
+        L->bufs[k] = (ig_pack_buf){sc + c->o.guard, s, s};
         L->buf_value[k] = -1;
         L->buf_node[k] = order[s];
         k++;
@@ -296,6 +298,10 @@ static ingot_status layout_build(const gctx *c, const int32_t *order, int32_t ef
     L->n_bufs = k;
     for (int32_t v = 0; v < g->n_values; v++)
         if (c->planned[v]) L->buf_of_value[v] = L->buf_of_value[L->root[v]];
+    if (effort < 0) { /* the bound alone */
+        L->res.lower_bound = ig__pack_lower_bound(L->bufs, L->n_bufs, c->o.align, &L->res.peak_step);
+        return INGOT_OK;
+    }
     ig_pack_options po = ig__pack_options_default();
     po.align = c->o.align;
     po.effort = effort;
@@ -487,6 +493,7 @@ static ingot_status plan_fill(const gctx *c, const layout *L, ig_plan *p, ig_err
     p->arena_bytes = L->res.arena;
     p->lower_bound = L->res.lower_bound;
     p->align = c->o.align;
+    p->guard = c->o.guard;
     p->strategy = L->res.strategy;
     p->peak_step = L->res.peak_step;
     p->n_steps = ns;
@@ -509,7 +516,7 @@ static ingot_status plan_fill(const gctx *c, const layout *L, ig_plan *p, ig_err
     for (int32_t b = 0; b < L->n_bufs; b++) {
         ig_plan_buffer *pb = &p->buffers[b];
         pb->offset = L->off[b];
-        pb->bytes = L->bufs[b].size;
+        pb->bytes = L->bufs[b].size - c->o.guard; /* what the tensor or scratch uses; the guard follows */
         pb->first = L->bufs[b].first;
         pb->last = L->bufs[b].last;
         pb->value = L->buf_value[b];
@@ -518,10 +525,10 @@ static ingot_status plan_fill(const gctx *c, const layout *L, ig_plan *p, ig_err
             p->scratch_offset[pb->node] = pb->offset;
             p->scratch_bytes[pb->node] = pb->bytes;
             if (pb->bytes > p->workspace_max) p->workspace_max = pb->bytes;
-            no_reuse += align_up(pb->bytes, c->o.align);
+            no_reuse += align_up(pb->bytes + c->o.guard, c->o.align);
         }
         /* the memory curve as a difference array: aligned bytes added at first, removed after last */
-        uint64_t a = align_up(pb->bytes, c->o.align);
+        uint64_t a = align_up(pb->bytes + c->o.guard, c->o.align);
         p->live[pb->first] += a;
         if (pb->last + 1 < ns) p->live[pb->last + 1] -= a; /* wraps; the prefix sum undoes it */
     }
@@ -539,7 +546,7 @@ static ingot_status plan_fill(const gctx *c, const layout *L, ig_plan *p, ig_err
         pv->offset = L->off[pv->buffer];
         pv->first = L->first[v];
         pv->last = L->last[v];
-        no_reuse += align_up(c->bytes[v], c->o.align);
+        no_reuse += align_up(c->bytes[v] + c->o.guard, c->o.align);
     }
     p->no_reuse_bytes = no_reuse;
     return INGOT_OK;
@@ -568,15 +575,16 @@ ingot_status ig__plan_graph(const ig_graph *g, const ig_plan_options *opt, ig_pl
         }
         IG_TRY(st, memory_order(&c, mo, err), out);
         if (memcmp(mo, c.exec, sizeof(int32_t) * (size_t)c.n_exec) != 0) {
-            /* a quick packing first; the full effort only when this order can still win */
-            IG_TRY(st, layout_build(&c, mo, 0, &b, err), out);
-            if (c.o.effort > 0 && b.res.arena > b.res.lower_bound && b.res.lower_bound < a.res.arena) {
+            /* its lower bound first: when that is not below the original arena, this order cannot
+             * win and is not packed (arena_reordered stays 0) */
+            IG_TRY(st, layout_build(&c, mo, -1, &b, err), out);
+            plan->lb_reordered = b.res.lower_bound;
+            if (b.res.lower_bound < a.res.arena) {
                 layout_free(&b);
                 IG_TRY(st, layout_build(&c, mo, c.o.effort, &b, err), out);
+                plan->arena_reordered = b.res.arena;
+                if (b.res.arena < a.res.arena) use = &b;
             }
-            plan->arena_reordered = b.res.arena;
-            plan->lb_reordered = b.res.lower_bound;
-            if (b.res.arena < a.res.arena) use = &b;
         } else {
             plan->arena_reordered = a.res.arena;
             plan->lb_reordered = a.res.lower_bound;

@@ -83,6 +83,7 @@ typedef enum ig_plan_kind {
 typedef struct ig_plan_options {
     uint64_t align;           /* 0: IG_PLAN_ALIGN_DEFAULT; a power of two otherwise */
     uint64_t workspace_limit; /* per-node scratch budget in bytes; 0: unlimited */
+    uint64_t guard;           /* bytes reserved after every buffer (debug canaries); 0: none */
     int32_t reorder;          /* 1 (default): also try a memory-aware topological order */
     int32_t alias;            /* 1 (default): zero-copy aliases for IG_OP_ALIAS ops */
     int32_t inplace;          /* 1 (default): in-place reuse for IG_OP_INPLACE ops */
@@ -117,10 +118,12 @@ typedef struct ig_plan {
     uint64_t lower_bound;     /* max over steps of live aligned bytes, for the order used */
     uint64_t no_reuse_bytes;  /* every planned value and scratch its own aligned bytes */
     uint64_t align;
+    uint64_t guard;           /* bytes after each buffer no other live buffer touches (options.guard) */
     const char *strategy;     /* packing strategy that won (static string) */
     int32_t peak_step;        /* where the live bytes reach lower_bound */
     int32_t reordered;        /* 1 when `order` is the memory-aware order, 0 when it is g->order */
-    /* both orders, for the report (the "memory-aware" pair is 0 when reordering was off or failed) */
+    /* both orders, for the report: the memory-aware pair is 0 when reordering was off; its arena
+     * alone is 0 when its lower bound already reached the original arena (then it is not packed) */
     uint64_t arena_original, lb_original, arena_reordered, lb_reordered;
 
     int32_t n_steps;          /* executed nodes (folded nodes are skipped) */

@@ -156,7 +156,7 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
     int32_t nb = 0;
     for (int32_t v = 0; v < g->n_values; v++) {
         if (p->values[v].kind != IG_PLAN_OWN) continue;
-        bufs[nb] = (ig_pack_buf){p->values[v].bytes, gfirst[v], glast[v]};
+        bufs[nb] = (ig_pack_buf){p->values[v].bytes + p->guard, gfirst[v], glast[v]};
         offs[nb++] = p->values[v].offset;
     }
     for (int32_t k = 0; k < g->n_nodes; k++) {
@@ -165,7 +165,7 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
             st = FAIL("folded node '%s' has scratch", ig__node_label(&g->nodes[k]));
             goto out;
         }
-        bufs[nb] = (ig_pack_buf){p->scratch_bytes[k], step[k], step[k]};
+        bufs[nb] = (ig_pack_buf){p->scratch_bytes[k] + p->guard, step[k], step[k]};
         offs[nb++] = p->scratch_offset[k];
     }
     st = ig__pack_check(bufs, nb, offs, al, p->arena_bytes, err);

@@ -95,9 +95,9 @@ ingot_status ig__plan_write_json(const ig_graph *g, const ig_plan *p, FILE *f, i
     fprintf(f, ",\n  \"order\": \"%s\",\n", p->reordered ? "memory-aware" : "original");
     fprintf(f, "  \"orders\": {\"original\": {\"arena_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64 "}",
             p->arena_original, p->lb_original);
-    if (p->arena_reordered)
-        fprintf(f, ", \"memory_aware\": {\"arena_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64 "}",
-                p->arena_reordered, p->lb_reordered);
+    if (p->lb_reordered)
+        fprintf(f, ", \"memory_aware\": {\"arena_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64 ", \"packed\": %s}",
+                p->arena_reordered, p->lb_reordered, p->arena_reordered ? "true" : "false");
     fprintf(f, "},\n  \"steps\": %d,\n  \"peak_step\": %d,\n  \"workspace_max\": %" PRIu64 ",\n", (int)p->n_steps,
             (int)p->peak_step, p->workspace_max);
     fprintf(f, "  \"live_bytes\": [");

@@ -252,6 +252,14 @@ def case_gemm_variants():
     return g.model([inp], [out_info(["batch", 4])]), {"input": (5, 12)}
 
 
+def case_unsupported_tile():
+    g = G()
+    g.op("Tile", ["input", g.w(np.array([1, 2], np.int64))])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3])
+    return g.model([inp], [out_info(["batch", 6])]), {"input": (2, 3)}
+
+
 CASES = {
     "resnet_block": case_resnet_block,
     "mobilenet_block": case_mobilenet_block,
@@ -259,6 +267,7 @@ CASES = {
     "vit_block": case_vit_block,
     "misc_ops": case_misc_ops,
     "gemm_variants": case_gemm_variants,
+    "unsupported_tile": case_unsupported_tile,
 }
 
 

@@ -504,6 +504,14 @@ TEST(conv_common_shapes)
         }
         ASSERT(conv_check(&dw, i & 1 ? pool2 : NULL));
     }
+    /* 5x5 pad 2 on odd widths (Inception v1's 5x5 branches): a packing panel that ends inside an
+     * output row while the kernel tap's valid range ends before the run starts once wrote one float
+     * before the panel row (regression) */
+    for (int64_t w = 7; w <= 29; w += 2) {
+        conv_cfg c5 = {.nsp = 2, .n = 1, .c = 2, .m = 3, .group = 1, .in = {w, w}, .k = {5, 5}, .s = {1, 1},
+                       .d = {1, 1}, .pb = {2, 2}, .pe = {2, 2}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
+        ASSERT(conv_check(&c5, w % 4 == 1 ? pool2 : NULL));
+    }
     /* 1-D with a large dilation, and 3-D */
     conv_cfg c1 = {.nsp = 1, .n = 1, .c = 4, .m = 5, .group = 1, .in = {40}, .k = {3}, .s = {2}, .d = {4},
                    .pb = {2}, .pe = {1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};

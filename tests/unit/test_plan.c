@@ -236,6 +236,7 @@ TEST(plan_random_dags)
         o.reorder = seed % 5 != 0;
         o.inplace = seed % 7 != 0;
         o.effort = (int32_t)(seed % 3 == 1 ? 0 : 1);
+        o.guard = seed % 11 == 0 ? 64 : 0; /* canary room: checked by ig__plan_check's packing check */
         int ok = plan_ok(&b, &o, &p); /* reuses p: the previous plan is freed first */
         if (!ok) fprintf(stderr, "  seed %llu\n", (unsigned long long)seed);
         reordered += p.reordered;
@@ -278,6 +279,11 @@ TEST(plan_chain)
     ASSERT_EQ(p.values[d].last, 3);
     ASSERT(p.values[a].offset != p.values[c1].offset);
     ASSERT_EQ(p.values[a].offset, p.values[c2].offset);
+    /* a guard after every buffer: 1 MiB tensors now take 1 MiB + 256 */
+    o.guard = 16;
+    ASSERT(plan_ok(&b, &o, &p));
+    ASSERT_EQ(p.arena_bytes, 2 * (MiB + 256));
+    ASSERT_EQ(p.guard, 16);
     ig__plan_free(&p);
     gb_free(&b);
 }

@@ -172,6 +172,17 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     return 0;
 }
 
+/* s as a JSON string body (quotes and control characters escaped). */
+static void json_str(const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+}
+
 static void print_err(const char *what, ingot_runtime *rt)
 {
     fprintf(stderr, "ingot bench: %s: %s: %s\n", what, ingot_status_name(ingot_runtime_errcode(rt)),
@@ -234,9 +245,12 @@ static int bench_cpu(const bench_opts *o, const char *why)
     }
     lat l = summarize(lat_h, iters);
     if (o->json) {
-        printf("{\n  \"model\": \"%s\",\n  \"backend\": \"cpu\",\n  \"reason\": \"%s\",\n  \"batch\": %" PRId64 ",\n"
-               "  \"iterations\": %" PRId64 ",\n  \"build_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n"
-               "  \"throughput_per_s\": %.2f,\n", o->path, why, o->batch, iters, build_ms, first_ms,
+        printf("{\n  \"model\": \"");
+        json_str(o->path);
+        printf("\",\n  \"backend\": \"cpu\",\n  \"reason\": \"");
+        json_str(why);
+        printf("\",\n  \"batch\": %" PRId64 ",\n  \"iterations\": %" PRId64 ",\n  \"build_ms\": %.3f,\n"
+               "  \"first_run_ms\": %.3f,\n  \"throughput_per_s\": %.2f,\n", o->batch, iters, build_ms, first_ms,
                l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
         json_lat("latency_host_ms", l, 1);
         printf("}\n");
@@ -421,10 +435,15 @@ static int bench_gpu(const bench_opts *o)
 
     const char *prec = o->fp16 ? "fp16" : "fp32";
     if (o->json) {
-        printf("{\n  \"model\": \"%s\",\n  \"backend\": \"cuda\",\n  \"device\": \"%s\",\n  \"driver\": %d,\n"
-               "  \"runtime\": %d,\n  \"precision\": \"%s\",\n  \"batch\": %" PRId64 ",\n  \"graph\": %d,\n"
-               "  \"graph_captured\": %d,\n  \"graph_fallback\": \"%s\",\n  \"iterations\": %" PRId64 ",\n",
-               o->path, prop.name, driver, runtime, prec, o->batch, o->graph, st.graph_captured, st.graph_fallback, iters);
+        printf("{\n  \"model\": \"");
+        json_str(o->path);
+        printf("\",\n  \"backend\": \"cuda\",\n  \"device\": \"");
+        json_str(prop.name);
+        printf("\",\n  \"driver\": %d,\n  \"runtime\": %d,\n  \"precision\": \"%s\",\n  \"batch\": %" PRId64 ",\n"
+               "  \"graph\": %d,\n  \"graph_captured\": %d,\n  \"graph_fallback\": \"", driver, runtime, prec, o->batch,
+               o->graph, st.graph_captured);
+        json_str(st.graph_fallback);
+        printf("\",\n  \"iterations\": %" PRId64 ",\n", iters);
         printf("  \"build_ms\": %.3f,\n  \"context_ms\": %.3f,\n  \"tune_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n",
                build_ms, ctx_ms, st.tune_ms, first_ms);
         printf("  \"throughput_per_s\": %.2f,\n", per_s);
@@ -454,36 +473,38 @@ static int bench_gpu(const bench_opts *o)
                mem_model / 1e6);
         printf("  timed runs: %" PRIu64 " device allocations, %" PRIu64 " frees, free memory changed by %lld bytes\n",
                nm1 - nm0, nf1 - nf0, during);
-        if (n_prof > 0) {
-            int64_t *idx = calloc((size_t)n_prof, sizeof *idx);
-            double tot = 0;
-            for (int64_t k = 0; k < n_prof; k++) tot += pms[k];
-            if (idx) {
-                for (int64_t k = 0; k < n_prof; k++) idx[k] = k;
-                for (int64_t a = 1; a < n_prof; a++)
-                    for (int64_t b = a; b > 0 && pms[idx[b]] > pms[idx[b - 1]]; b--) {
-                        int64_t t = idx[b];
-                        idx[b] = idx[b - 1];
-                        idx[b - 1] = t;
-                    }
-                printf("  profile (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n", tot, n_prof);
-                for (int64_t k = 0; k < n_prof && k < 25; k++)
-                    printf("    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
-                           labels[idx[k]]);
-                /* by kind */
-                const char *kinds[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention"};
-                for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
-                    double s = 0;
-                    int cnt = 0;
-                    for (int64_t k = 0; k < n_prof; k++)
-                        if (!strncmp(labels[k], kinds[q], strlen(kinds[q])) && labels[k][strlen(kinds[q])] == ' ') {
-                            s += pms[k];
-                            cnt++;
-                        }
-                    if (cnt) printf("    %-10s %4d steps %9.4f ms %5.1f%%\n", kinds[q], cnt, s, 100 * s / tot);
+    }
+    if (n_prof > 0) {
+        /* with --json the profile goes to stderr, so stdout stays one JSON object */
+        FILE *pf = o->json ? stderr : stdout;
+        int64_t *idx = calloc((size_t)n_prof, sizeof *idx);
+        double tot = 0;
+        for (int64_t k = 0; k < n_prof; k++) tot += pms[k];
+        if (idx) {
+            for (int64_t k = 0; k < n_prof; k++) idx[k] = k;
+            for (int64_t a = 1; a < n_prof; a++)
+                for (int64_t b = a; b > 0 && pms[idx[b]] > pms[idx[b - 1]]; b--) {
+                    int64_t t = idx[b];
+                    idx[b] = idx[b - 1];
+                    idx[b - 1] = t;
                 }
-                free(idx);
+            fprintf(pf, "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
+                    o->path, o->batch, tot, n_prof);
+            for (int64_t k = 0; k < n_prof && k < 25; k++)
+                fprintf(pf, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
+                        labels[idx[k]]);
+            const char *kinds[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention"};
+            for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
+                double s = 0;
+                int cnt = 0;
+                for (int64_t k = 0; k < n_prof; k++)
+                    if (!strncmp(labels[k], kinds[q], strlen(kinds[q])) && labels[k][strlen(kinds[q])] == ' ') {
+                        s += pms[k];
+                        cnt++;
+                    }
+                if (cnt) fprintf(pf, "    %-10s %4d steps %9.4f ms %5.1f%%\n", kinds[q], cnt, s, 100 * s / tot);
             }
+            free(idx);
         }
     }
     rc = (nm1 != nm0 || nf1 != nf0) ? 3 : 0;

@@ -202,7 +202,8 @@ int ig__cmd_plan(int argc, char **argv)
     printf("  order          %s (original: arena %s", p.reordered ? "memory-aware" : "original",
            mib(p.arena_original, b1, sizeof b1));
     if (p.arena_reordered) printf(", memory-aware: arena %s", mib(p.arena_reordered, b2, sizeof b2));
-    else if (reorder) printf(", memory-aware: not tried");
+    else if (p.lb_reordered) printf(", memory-aware: lower bound %s, no better", mib(p.lb_reordered, b2, sizeof b2));
+    else if (reorder) printf(", memory-aware: same order");
     printf(")\n");
     if (p.peak_step >= 0)
         printf("  peak           step %d (node '%s'), %s live\n", (int)p.peak_step,

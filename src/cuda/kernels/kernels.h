@@ -97,6 +97,13 @@ typedef struct ig_softmax_args {
     int32_t log;     /* 1: LogSoftmax */
     /* rows are [outer, axis, inner] when inner > 1: element (o, j, i) at o*cols*inner + j*inner + i */
     int64_t inner;
+    /* inner == 1 only: softmax(x * scale + mask), mask read through strides; row r = (r0, r1, r2) over
+     * row_dims, element (r, c) of the mask at r0*ms[0] + r1*ms[1] + r2*ms[2] + c*ms[3] */
+    float scale;              /* 1 when unused */
+    const void *mask;         /* NULL: none */
+    int32_t mask_dtype;
+    int64_t row_dims[3];
+    int64_t ms[4];
 } ig_softmax_args;
 cudaError_t ingot_cuda_softmax(const ig_softmax_args *a, cudaStream_t s);
 

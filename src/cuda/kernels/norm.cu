@@ -56,18 +56,34 @@ __device__ __forceinline__ float warp_max(float v)
 
 /* ---- softmax ----------------------------------------------------------------------------------- */
 
+/* Offset of row r's mask values (see ig_softmax_args). */
+__device__ __forceinline__ int64_t mask_row(const ig_softmax_args &a, int64_t r)
+{
+    int64_t r2 = r % a.row_dims[2], q = r / a.row_dims[2];
+    int64_t r1 = q % a.row_dims[1], r0 = q / a.row_dims[1];
+    return r0 * a.ms[0] + r1 * a.ms[1] + r2 * a.ms[2];
+}
+
+__device__ __forceinline__ float scaled(const ig_softmax_args &a, float x, int64_t moff, int64_t c)
+{
+    x *= a.scale;
+    if (a.mask) x += ld(a.mask, moff + c * a.ms[3], a.mask_dtype);
+    return x;
+}
+
 template <int EPL> __global__ void __launch_bounds__(NORM_WARPS * 32) softmax_warp(const ig_softmax_args a)
 {
     const int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (row >= a.rows) return;
     const int64_t base = row * a.cols;
+    const int64_t moff = a.mask ? mask_row(a, row) : 0;
     float v[EPL];
     float m = -INFINITY;
 #pragma unroll
     for (int i = 0; i < EPL; i++) {
         int64_t c = lane + 32 * i;
-        v[i] = c < a.cols ? ld(a.x, base + c, a.dtype) : -INFINITY;
+        v[i] = c < a.cols ? scaled(a, ld(a.x, base + c, a.dtype), moff, c) : -INFINITY;
         m = fmaxf(m, v[i]);
     }
     m = warp_max(m);
@@ -113,9 +129,10 @@ __global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_arg
 {
     __shared__ float red[NORM_BLOCK / 32];
     const int64_t base = (int64_t)blockIdx.x * a.cols;
+    const int64_t moff = a.mask ? mask_row(a, blockIdx.x) : 0;
     const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
     float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) m = fmaxf(m, ld(a.x, base + c, a.dtype));
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) m = fmaxf(m, scaled(a, ld(a.x, base + c, a.dtype), moff, c));
     m = warp_max(m);
     if (lane == 0) red[wid] = m;
     __syncthreads();
@@ -123,7 +140,7 @@ __global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_arg
     for (int w = 0; w < NORM_BLOCK / 32; w++) m = fmaxf(m, red[w]);
     __syncthreads();
     float s = 0.f;
-    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) s += expf(ld(a.x, base + c, a.dtype) - m);
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) s += expf(scaled(a, ld(a.x, base + c, a.dtype), moff, c) - m);
     s = warp_sum(s);
     if (lane == 0) red[wid] = s;
     __syncthreads();
@@ -131,7 +148,7 @@ __global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_arg
     for (int w = 0; w < NORM_BLOCK / 32; w++) s += red[w];
     const float inv = 1.f / s, ls = logf(s);
     for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) {
-        float x = ld(a.x, base + c, a.dtype);
+        float x = scaled(a, ld(a.x, base + c, a.dtype), moff, c);
         st(a.y, base + c, a.dtype, a.log ? x - m - ls : expf(x - m) * inv);
     }
 }

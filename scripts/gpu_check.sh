@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The CUDA backend, checked and measured on a GPU machine, in one command run from the repository root:
+#
+#   scripts/gpu_check.sh            (results under $OUT when set, else ./gpu_out)
+#
+#  1. builds Release for sm_90 (+ compute_80 PTX) in build-gpu/
+#  2. GPU tests: lowering emulator; per-op/fusion models vs ONNX Runtime in fp32 (rel err <= 1e-3, TF32
+#     off) and fp16 (cosine >= 0.999), device path + CUDA Graph pointer updates, allocation audit, leak
+#     check after destroy; compute-sanitizer memcheck on a small model; unsupported-op error
+#  3. exports the benchmark models with the peers script (shared/bench/peers.py, or a copy in .shared/)
+#     and checks each whole model against ONNX Runtime at batch 2 (fp32 and fp16)
+#  4. `ingot bench --fp16` at batch 1 and 128 and `peers.py measure` in the same run
+#  5. prints a table of ingot vs PyTorch last; JSON in $OUT (summary.json, bench.jsonl, peers.json)
+#
+# Stages have time limits so the whole run stays within 9 minutes on one H200; a failing stage is
+# reported and the next one still runs. Exit status: 0 when every stage passed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+out=${OUT:-$here/gpu_out}
+mkdir -p "$out"
+work=${INGOT_GPU_WORK:-/tmp/ingot_gpu}
+mkdir -p "$work"
+log=$out/gpu_check.log
+: >"$log"
+t_start=$SECONDS
+failed_stages=()
+models=${INGOT_BENCH_MODELS:-resnet50,mobilenet_v2,vit_b_16,bert_base}
+batches=${INGOT_BENCH_BATCHES:-1,128}
+
+say() { echo "$*" | tee -a "$log"; }
+stage() { # stage NAME TIMEOUT_S COMMAND...: run with a time limit, log everything, keep going
+    local name=$1 limit=$2
+    shift 2
+    local t0=$SECONDS
+    say "::: $name (limit ${limit}s, at $((SECONDS - t_start))s)"
+    timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+    local rc=$?
+    if [ $rc -eq 0 ]; then
+        say "::: $name: ok ($((SECONDS - t0)) s)"
+    else
+        say "::: $name: FAILED rc=$rc ($((SECONDS - t0)) s)"
+        failed_stages+=("$name")
+    fi
+    return $rc
+}
+
+peers=""
+for p in "$here/.shared/peers.py" "$here/shared/bench/peers.py" "$here/../shared/bench/peers.py"; do
+    [ -f "$p" ] && { peers=$p; break; }
+done
+
+{
+    echo "date: $(date -u +%FT%TZ)"
+    echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' plus uncommitted work')"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+    nvcc --version 2>&1 | tail -1
+    python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
+    echo "peers script: ${peers:-none}"
+} >>"$log" 2>&1
+head -12 "$log"
+
+# the exports run on the CPU while the build runs
+export_pid=""
+if [ -n "$peers" ]; then
+    mkdir -p "$work/models"
+    (cd "$work" && timeout 240 python3 "$peers" export "$work/models" --models "$models" >"$work/export.log" 2>&1; echo "rc=$?" >>"$work/export.log") &
+    export_pid=$!
+fi
+
+jobs=$(nproc 2>/dev/null || echo 8)
+stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
+stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower
+bin=$here/build-gpu
+ok_build=0
+[ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
+
+if [ $ok_build = 1 ]; then
+    stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$work/gm"
+    stage "lowering emulator" 120 "$bin/tests/gpu/test_gpu_lower" "$work"/gm/*
+    for d in "$work"/gm/*; do
+        leak=--no-leak
+        case $(basename "$d") in resnet_block | bert_layer) leak="" ;; esac
+        if ! stage "gpu test $(basename "$d")" 120 "$bin/tests/gpu/test_gpu" $leak "$d"; then
+            stage "gpu test $(basename "$d") with INGOT_CUDA_SYNC=1" 120 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
+                "$bin/tests/gpu/test_gpu" --no-leak "$d"
+        fi
+    done
+    if command -v compute-sanitizer >/dev/null; then
+        stage "compute-sanitizer memcheck (resnet_block, bert_layer)" 240 env INGOT_CUDA_TUNE=0 compute-sanitizer --tool memcheck \
+            --error-exitcode 1 --print-limit 20 "$bin/tests/gpu/test_gpu" --no-leak "$work/gm/resnet_block" "$work/gm/bert_layer"
+    else
+        say "::: compute-sanitizer not found: memcheck skipped"
+    fi
+fi
+
+if [ -n "$export_pid" ]; then
+    wait "$export_pid"
+    cat "$work/export.log" >>"$log"
+fi
+
+IFS=, read -r -a model_list <<<"$models"
+IFS=, read -r -a batch_list <<<"$batches"
+: >"$out/bench.jsonl"
+if [ $ok_build = 1 ]; then
+    for m in "${model_list[@]}"; do
+        f=$work/models/$m.onnx
+        [ -f "$f" ] || { say "::: model $m: not exported"; failed_stages+=("export $m"); continue; }
+        if stage "whole model $m vs ONNX Runtime (batch 2)" 120 python3 tests/gpu/ort_ref.py "$f" 2 "$work/ref_$m"; then
+            stage "gpu test whole model $m" 150 "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m" ||
+                stage "gpu test whole model $m with INGOT_CUDA_SYNC=1" 150 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
+                    "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m"
+        fi
+    done
+    for m in "${model_list[@]}"; do
+        f=$work/models/$m.onnx
+        [ -f "$f" ] || continue
+        for b in "${batch_list[@]}"; do
+            prof=""
+            [ "$b" -gt 1 ] && prof=--profile
+            say "::: bench $m batch $b"
+            if timeout --kill-after=10 120 "$bin/ingot" bench "$f" --fp16 --batch "$b" --duration 1 --warmup 20 --json $prof \
+                >"$work/bench.json" 2>>"$log"; then
+                python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["model_name"]=sys.argv[2]; print(json.dumps(d))' \
+                    "$work/bench.json" "$m" >>"$out/bench.jsonl"
+                tail -c 2000 "$work/bench.json" >>"$log"
+            else
+                say "::: bench $m batch $b FAILED"
+                cat "$work/bench.json" >>"$log"
+                failed_stages+=("bench $m $b")
+            fi
+        done
+    done
+fi
+
+if [ -n "$peers" ]; then
+    stage "PyTorch peers (eager, CUDA graph, channels_last)" 300 python3 "$peers" measure "$out/peers.json" \
+        --models "$models" --batches "$batches" --dtype fp16
+fi
+
+# ---- the table ----------------------------------------------------------------------------------------
+python3 - "$out" <<'EOF' 2>&1 | tee -a "$log"
+import json, os, sys
+out = sys.argv[1]
+bench = {}
+if os.path.exists(os.path.join(out, "bench.jsonl")):
+    for line in open(os.path.join(out, "bench.jsonl")):
+        d = json.loads(line)
+        bench[(d["model_name"], d["batch"])] = d
+peers = json.load(open(os.path.join(out, "peers.json"))) if os.path.exists(os.path.join(out, "peers.json")) else {"rows": []}
+rows = peers.get("rows", [])
+summary = []
+print()
+print(f"{'model':13} {'batch':>5} | {'ingot ms':>9} {'ingot/s':>9} | {'torch best':>10} {'variant':>20} | {'torch graph':>11} | {'speedup':>7} {'vs graph':>8} | {'arena MB':>8} {'torch pool MB':>13}")
+for (m, b), d in sorted(bench.items()):
+    ing_ms = d["latency_gpu_ms"]["median"]
+    ing_tp = d["throughput_per_s"]
+    pr = [r for r in rows if r["model"] == m and r["batch"] == b]
+    best = min(pr, key=lambda r: r["ms"]) if pr else None
+    graph = [r for r in pr if r["mode"] == "graph"]
+    gbest = min(graph, key=lambda r: r["ms"]) if graph else None
+    pool = min((r["graph_pool_MB"] for r in graph if r.get("graph_pool_MB") is not None), default=None)
+    torch_tp = best["per_s"] if best else None
+    # throughput ratio (ingot per s over PyTorch's best per s); latency ratio against PyTorch + graph
+    sp = ing_tp / torch_tp if torch_tp else None
+    vg = gbest["ms"] / ing_ms if gbest else None
+    arena = d["memory_bytes"]["arena"] / 1e6
+    s = {"model": m, "batch": b, "ingot_ms_median": ing_ms, "ingot_per_s": ing_tp,
+         "torch_best_ms": best["ms"] if best else None, "torch_best_per_s": torch_tp,
+         "torch_best_variant": f"{best['layout']}+{best['mode']}" if best else None,
+         "torch_graph_ms": gbest["ms"] if gbest else None, "throughput_ratio": sp, "latency_ratio_vs_graph": vg,
+         "ingot_arena_MB": arena, "torch_graph_pool_MB": pool,
+         "allocs_during_timed_runs": d["timed_runs"]["device_mallocs"] + d["timed_runs"]["device_frees"]}
+    summary.append(s)
+    f = lambda x, p=3: "-" if x is None else f"{x:.{p}f}"
+    print(f"{m:13} {b:5d} | {ing_ms:9.3f} {ing_tp:9.0f} | {f(s['torch_best_ms']):>10} {str(s['torch_best_variant']):>20} | "
+          f"{f(s['torch_graph_ms']):>11} | {f(sp, 2):>7} {f(vg, 2):>8} | {arena:8.1f} {f(pool, 1):>13}")
+print("speedup = ingot throughput / PyTorch best throughput; vs graph = PyTorch+CUDA-graph latency / ingot latency (median GPU ms)")
+json.dump({"bench": list(bench.values()), "summary": summary, "peers_device": peers.get("device")},
+          open(os.path.join(out, "summary.json"), "w"), indent=1)
+EOF
+
+say ""
+say "gpu_check: $((SECONDS - t_start)) s; failed stages: ${#failed_stages[@]}${failed_stages:+ (${failed_stages[*]})}"
+grep -E "^(PASS|FAIL)" "$log" | awk '{print $1}' | sort | uniq -c | tee -a "$log"
+[ ${#failed_stages[@]} -eq 0 ]

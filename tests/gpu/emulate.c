@@ -1,0 +1,477 @@
+/*
+ * emulate.c -- runs a lowered CUDA device program on the host, step by step, with the semantics each
+ * step asks of its kernel or library call. It checks everything the lowering decides -- views and their
+ * strides, the collapsed iteration of elementwise programs, fusions, weight conversion and layouts, GEMM
+ * leading dimensions and batch strides, the arena plan -- on machines without a GPU (CI), against ONNX
+ * Runtime. What it cannot check is the CUDA side: kernels and the cuDNN/cuBLASLt calls (tests/gpu/test_gpu.c
+ * does that on a GPU).
+ *
+ *   test_gpu_lower DIR...      each DIR holds model.onnx, input_<i>.npy, output_<j>.npy
+ */
+#include "../../src/cuda/cuda_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- element access ----------------------------------------------------------------------------- */
+
+static double ld(const void *p, int64_t i, int dt)
+{
+    const unsigned char *b = p;
+    switch (dt) {
+    case INGOT_DTYPE_FLOAT16: { uint16_t h; memcpy(&h, b + 2 * i, 2); return ig__f16_to_f32(h); }
+    case INGOT_DTYPE_BFLOAT16: { uint16_t h; memcpy(&h, b + 2 * i, 2); return ig__bf16_to_f32(h); }
+    case INGOT_DTYPE_BOOL: return b[i] != 0;
+    default: return ig__elem_f64((ingot_dtype)dt, p, i);
+    }
+}
+
+static int64_t ldi(const void *p, int64_t i, int dt)
+{
+    if (dt == INGOT_DTYPE_BOOL) return ((const unsigned char *)p)[i] != 0;
+    if (ig__dtype_is_float((ingot_dtype)dt)) return (int64_t)ld(p, i, dt);
+    return ig__elem_i64((ingot_dtype)dt, p, i);
+}
+
+static void st(void *p, int64_t i, int dt, double v)
+{
+    unsigned char *b = p;
+    switch (dt) {
+    case INGOT_DTYPE_FLOAT16: { uint16_t h = ig__f32_to_f16((float)v); memcpy(b + 2 * i, &h, 2); break; }
+    case INGOT_DTYPE_BFLOAT16: { uint16_t h = ig__f32_to_bf16((float)v); memcpy(b + 2 * i, &h, 2); break; }
+    case INGOT_DTYPE_FLOAT: { float f = (float)v; memcpy(b + 4 * i, &f, 4); break; }
+    case INGOT_DTYPE_BOOL: b[i] = v != 0; break;
+    default:
+        if (ig__dtype_is_float((ingot_dtype)dt)) ig__elem_set_f64((ingot_dtype)dt, p, i, v);
+        else ig__elem_set_i64((ingot_dtype)dt, p, i, (int64_t)v);
+    }
+}
+
+static void sti(void *p, int64_t i, int dt, int64_t v)
+{
+    if (ig__dtype_is_float((ingot_dtype)dt)) st(p, i, dt, (double)v);
+    else if (dt == INGOT_DTYPE_BOOL) ((unsigned char *)p)[i] = v != 0;
+    else ig__elem_set_i64((ingot_dtype)dt, p, i, v);
+}
+
+/* ---- elementwise programs: the kernel's semantics --------------------------------------------------- */
+
+static float fmod_py(float x, float y)
+{
+    float m = fmodf(x, y);
+    if (y == 0.f || m != m) return m;
+    if (m != 0.f) {
+        if ((y < 0.f) != (m < 0.f)) m += y;
+    } else {
+        m = copysignf(0.f, y);
+    }
+    return m;
+}
+
+static float op_f(int code, float a, float b, float z, float k, float k2)
+{
+    switch (code) {
+    case IG_EW_COPY: return a;
+    case IG_EW_NEG: return -a;
+    case IG_EW_ABS: return fabsf(a);
+    case IG_EW_RECIP: return 1.f / a;
+    case IG_EW_SQRT: return sqrtf(a);
+    case IG_EW_EXP: return expf(a);
+    case IG_EW_LOG: return logf(a);
+    case IG_EW_ERF: return erff(a);
+    case IG_EW_TANH: return tanhf(a);
+    case IG_EW_SIGMOID: return 1.f / (1.f + expf(-a));
+    case IG_EW_RELU: return a > 0.f ? a : (a != a ? a : 0.f);
+    case IG_EW_LEAKY: return a < 0.f ? a * k : a;
+    case IG_EW_CLIP: return a != a ? a : fminf(fmaxf(a, k), k2);
+    case IG_EW_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, k * a + k2));
+    case IG_EW_HARDSWISH: return a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f));
+    case IG_EW_GELU_ERF: return 0.5f * a * (1.f + erff(a * 0.70710678118654752f));
+    case IG_EW_GELU_TANH: return 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
+    case IG_EW_SOFTPLUS: return a > 20.f ? a : log1pf(expf(a));
+    case IG_EW_MISH: return a * tanhf(a > 20.f ? a : log1pf(expf(a)));
+    case IG_EW_ISNAN: return a != a ? 1.f : 0.f;
+    case IG_EW_NOT: return a == 0.f ? 1.f : 0.f;
+    case IG_EW_FLOOR: return floorf(a);
+    case IG_EW_CEIL: return ceilf(a);
+    case IG_EW_ROUND: return rintf(a);
+    case IG_EW_TO_F16: return ig__f16_to_f32(ig__f32_to_f16(a));
+    case IG_EW_TO_BF16: return ig__bf16_to_f32(ig__f32_to_bf16(a));
+    case IG_EW_TO_INT: return truncf(a);
+    case IG_EW_TO_BOOL: return a != 0.f ? 1.f : 0.f;
+    case IG_EW_ADD: return a + b;
+    case IG_EW_SUB: return a - b;
+    case IG_EW_MUL: return a * b;
+    case IG_EW_DIV: return a / b;
+    case IG_EW_POW: return b == 2.f ? a * a : powf(a, b);
+    case IG_EW_MOD: return fmod_py(a, b);
+    case IG_EW_FMOD: return fmodf(a, b);
+    case IG_EW_MAX: return (a > b || a != a) ? a : b;
+    case IG_EW_MIN: return (a < b || a != a) ? a : b;
+    case IG_EW_PRELU: return a < 0.f ? a * b : a;
+    case IG_EW_EQ: return a == b;
+    case IG_EW_GT: return a > b;
+    case IG_EW_LT: return a < b;
+    case IG_EW_GE: return a >= b;
+    case IG_EW_LE: return a <= b;
+    case IG_EW_AND: return a != 0.f && b != 0.f;
+    case IG_EW_OR: return a != 0.f || b != 0.f;
+    case IG_EW_WHERE: return a != 0.f ? b : z;
+    case IG_EW_MULADD: return fmaf(a, b, z);
+    default: return NAN;
+    }
+}
+
+static int64_t op_i(int code, int64_t a, int64_t b, int64_t z, int64_t k, int64_t k2)
+{
+    switch (code) {
+    case IG_EW_COPY: case IG_EW_TO_INT: case IG_EW_FLOOR: case IG_EW_CEIL: case IG_EW_ROUND: return a;
+    case IG_EW_NEG: return -a;
+    case IG_EW_ABS: return a < 0 ? -a : a;
+    case IG_EW_RELU: return a > 0 ? a : 0;
+    case IG_EW_CLIP: return a < k ? k : a > k2 ? k2 : a;
+    case IG_EW_NOT: return a == 0;
+    case IG_EW_TO_BOOL: return a != 0;
+    case IG_EW_ADD: return a + b;
+    case IG_EW_SUB: return a - b;
+    case IG_EW_MUL: return a * b;
+    case IG_EW_DIV: return b == 0 ? 0 : a / b;
+    case IG_EW_MAX: return a > b ? a : b;
+    case IG_EW_MIN: return a < b ? a : b;
+    case IG_EW_EQ: return a == b;
+    case IG_EW_GT: return a > b;
+    case IG_EW_LT: return a < b;
+    case IG_EW_GE: return a >= b;
+    case IG_EW_LE: return a <= b;
+    case IG_EW_AND: return a && b;
+    case IG_EW_OR: return a || b;
+    case IG_EW_WHERE: return a ? b : z;
+    case IG_EW_MULADD: return a * b + z;
+    default: return 0;
+    }
+}
+
+static int emulate_ew(const ig_ew_args *a)
+{
+    for (int i = 0; i < a->n_ops; i++)
+        if (a->ops[i].dst >= IG_EW_NREG) return -1;
+    for (int64_t e = 0; e < a->n; e++) {
+        int64_t io[IG_EW_MAX_IN] = {0}, oo = 0, rem = e;
+        for (int d = a->rank - 1; d >= 0; d--) {
+            int64_t c = d ? rem % a->dims[d] : rem;
+            rem = d ? rem / a->dims[d] : 0;
+            oo += c * a->out_strides[d];
+            for (int k = 0; k < a->n_in; k++) io[k] += c * a->in_strides[k][d];
+        }
+        for (int k = 0; k < a->n_in; k++) {
+            if (a->in_kind[k] == 1) io[k] = e;
+            else if (a->in_kind[k] == 2) io[k] = 0;
+        }
+        if (a->out_contig) oo = e;
+        float rf[IG_EW_NREG] = {0};
+        int64_t ri[IG_EW_NREG] = {0};
+        for (int i = 0; i < a->n_ops; i++) {
+            const ig_ew_op *op = &a->ops[i];
+            if (op->code == IG_EW_LOAD) {
+                if (op->a >= a->n_in) return -2;
+                if (a->int_math) ri[op->dst] = ldi(a->in[op->a], io[op->a], a->in_dtype[op->a]);
+                else rf[op->dst] = (float)ld(a->in[op->a], io[op->a], a->in_dtype[op->a]);
+                continue;
+            }
+#define OPF(r) ((r) < IG_EW_NREG ? rf[(r)] : (float)op->k)
+#define OPI(r) ((r) < IG_EW_NREG ? ri[(r)] : (int64_t)op->k)
+            if (a->int_math) ri[op->dst] = op_i(op->code, OPI(op->a), OPI(op->b), OPI(op->c), (int64_t)op->k, (int64_t)op->k2);
+            else rf[op->dst] = op_f(op->code, OPF(op->a), OPF(op->b), OPF(op->c), (float)op->k, (float)op->k2);
+        }
+        if (a->int_math) sti(a->out, oo, a->out_dtype, ri[a->result]);
+        else st(a->out, oo, a->out_dtype, rf[a->result]);
+    }
+    return 0;
+}
+
+/* ---- the other steps ------------------------------------------------------------------------------ */
+
+static void emulate_conv(const ig_cu_prog *p, const ig_cu_step *s, void **P)
+{
+    const ig_cu_conv *c = &s->u.conv;
+    const ig_cu_tensor *x = &p->tensors[c->x], *w = &p->tensors[c->w], *y = &p->tensors[c->y];
+    const ig_cu_buf *wb = &p->bufs[w->buf];
+    bool krsc = wb->wreq >= 0 && p->wreqs[wb->wreq].nhwc;
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t K = y->dims[1], OH = y->dims[2], OW = y->dims[3], R = w->dims[2], S = w->dims[3], Cg = w->dims[1];
+    int64_t G = c->group, Kg = K / G;
+    (void)C;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t g = k / Kg;
+                    double acc = 0;
+                    for (int64_t cc = 0; cc < Cg; cc++)
+                        for (int64_t r = 0; r < R; r++)
+                            for (int64_t q = 0; q < S; q++) {
+                                int64_t ih = oh * c->stride[0] - c->pad[0] + r * c->dil[0];
+                                int64_t iw = ow * c->stride[1] - c->pad[1] + q * c->dil[1];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                int64_t ci = g * Cg + cc;
+                                double xv = ld(P[c->x], n * x->strides[0] + ci * x->strides[1] + ih * x->strides[2] +
+                                                            iw * x->strides[3], x->dtype);
+                                int64_t wi = krsc ? ((k * R + r) * S + q) * Cg + cc : ((k * Cg + cc) * R + r) * S + q;
+                                acc += xv * ld(P[c->w], wi, w->dtype);
+                            }
+                    if (c->b >= 0) acc += ld(P[c->b], k, p->tensors[c->b].dtype);
+                    int64_t yo = n * y->strides[0] + k * y->strides[1] + oh * y->strides[2] + ow * y->strides[3];
+                    if (c->z >= 0) {
+                        const ig_cu_tensor *z = &p->tensors[c->z];
+                        acc += ld(P[c->z], n * z->strides[0] + k * z->strides[1] + oh * z->strides[2] + ow * z->strides[3],
+                                  z->dtype);
+                    }
+                    if (c->relu && acc < 0) acc = 0;
+                    st(P[c->y], yo, y->dtype, acc);
+                }
+}
+
+static void emulate_gemm(const ig_cu_prog *p, const ig_cu_step *s, void **P)
+{
+    const ig_cu_gemm *g = &s->u.gemm;
+    int dt = p->tensors[g->d].dtype;
+    for (int64_t bb = 0; bb < g->batch; bb++)
+        for (int64_t i = 0; i < g->m; i++)
+            for (int64_t j = 0; j < g->n; j++) {
+                double acc = 0;
+                for (int64_t k = 0; k < g->k; k++) {
+                    int64_t ai = bb * g->sa + (g->a_trans ? i + k * g->lda : i * g->lda + k);
+                    int64_t bi = bb * g->sb + (g->b_trans ? k + j * g->ldb : k * g->ldb + j);
+                    acc += ld(P[g->a], ai, dt) * ld(P[g->b], bi, dt);
+                }
+                acc *= g->alpha;
+                if (g->c >= 0) acc += g->beta * ld(P[g->c], bb * g->sc + i * g->ldc + j, dt);
+                if (g->bias >= 0) acc += ld(P[g->bias], j, p->tensors[g->bias].dtype);
+                if (g->epi == IG_EPI_RELU && acc < 0) acc = 0;
+                if (g->epi == IG_EPI_GELU) acc = op_f(IG_EW_GELU_TANH, (float)acc, 0, 0, 0, 0);
+                st(P[g->d], bb * g->sd + i * g->ldd + j, dt, acc);
+            }
+}
+
+static void emulate_softmax(const ig_softmax_args *a)
+{
+    for (int64_t o = 0; o < a->rows; o++)
+        for (int64_t in = 0; in < a->inner; in++) {
+            int64_t base = o * a->cols * a->inner + in, moff = 0;
+            if (a->mask) {
+                int64_t r2 = o % a->row_dims[2], q = o / a->row_dims[2];
+                moff = (q / a->row_dims[1]) * a->ms[0] + (q % a->row_dims[1]) * a->ms[1] + r2 * a->ms[2];
+            }
+#define X(c) (ld(a->x, base + (c) * a->inner, a->dtype) * a->scale + (a->mask ? ld(a->mask, moff + (c) * a->ms[3], a->mask_dtype) : 0))
+            double m = -INFINITY, s = 0;
+            for (int64_t c = 0; c < a->cols; c++) m = fmax(m, X(c));
+            for (int64_t c = 0; c < a->cols; c++) s += exp(X(c) - m);
+            for (int64_t c = 0; c < a->cols; c++) st(a->y, base + c * a->inner, a->dtype, a->log ? X(c) - m - log(s) : exp(X(c) - m) / s);
+#undef X
+        }
+}
+
+static void emulate_ln(const ig_layernorm_args *a)
+{
+    for (int64_t r = 0; r < a->rows; r++) {
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < a->cols; c++) mean += ld(a->x, r * a->cols + c, a->dtype);
+        mean /= (double)a->cols;
+        for (int64_t c = 0; c < a->cols; c++) {
+            double d = ld(a->x, r * a->cols + c, a->dtype) - mean;
+            var += d * d;
+        }
+        double rstd = 1 / sqrt(var / (double)a->cols + a->eps);
+        for (int64_t c = 0; c < a->cols; c++) {
+            double v = (ld(a->x, r * a->cols + c, a->dtype) - mean) * rstd * ld(a->gamma, c, a->wdtype) +
+                       (a->beta ? ld(a->beta, c, a->wdtype) : 0);
+            st(a->y, r * a->cols + c, a->dtype, v);
+        }
+    }
+}
+
+static void emulate_reduce(const ig_reduce_args *a)
+{
+    for (int64_t o = 0; o < a->n_out; o++) {
+        int64_t base = 0, rem = o;
+        for (int d = a->out_rank - 1; d >= 0; d--) {
+            base += (rem % a->out_dims[d]) * a->out_xstrides[d];
+            rem /= a->out_dims[d];
+        }
+        double acc = a->kind == IG_RED_MAX ? -INFINITY : a->kind == IG_RED_MIN ? INFINITY : 0;
+        int64_t best = -1;
+        for (int64_t r = 0; r < a->n_red; r++) {
+            int64_t off = 0, rr = r;
+            for (int d = a->red_rank - 1; d >= 0; d--) {
+                off += (rr % a->red_dims[d]) * a->red_xstrides[d];
+                rr /= a->red_dims[d];
+            }
+            double x = ld(a->x, base + off, a->x_dtype);
+            switch (a->kind) {
+            case IG_RED_SUM: case IG_RED_MEAN: acc += x; break;
+            case IG_RED_MAX: acc = fmax(acc, x); break;
+            case IG_RED_MIN: acc = fmin(acc, x); break;
+            case IG_RED_ARGMAX: if (best < 0 || x > acc || (a->select_last && x == acc)) { acc = x; best = r; } break;
+            case IG_RED_ARGMIN: if (best < 0 || x < acc || (a->select_last && x == acc)) { acc = x; best = r; } break;
+            }
+        }
+        if (a->kind >= IG_RED_ARGMAX) ((int64_t *)a->y)[o] = best;
+        else st(a->y, o, a->y_dtype, a->kind == IG_RED_MEAN ? acc / (double)a->n_red : acc);
+    }
+}
+
+static void emulate_pool(const ig_pool_args *a)
+{
+    for (int64_t n = 0; n < a->n; n++)
+        for (int64_t c = 0; c < a->c; c++)
+            for (int64_t oh = 0; oh < a->oh; oh++)
+                for (int64_t ow = 0; ow < a->ow; ow++) {
+                    double acc = a->is_max ? -INFINITY : 0;
+                    int cnt = 0;
+                    for (int i = 0; i < a->kh; i++)
+                        for (int j = 0; j < a->kw; j++) {
+                            int64_t ih = oh * a->sh - a->ph + i * a->dh, iw = ow * a->sw - a->pw + j * a->dw;
+                            if (ih >= 0 && ih < a->h && iw >= 0 && iw < a->w) {
+                                double v = ld(a->x, n * a->xs[0] + c * a->xs[1] + ih * a->xs[2] + iw * a->xs[3], a->dtype);
+                                acc = a->is_max ? fmax(acc, v) : acc + v;
+                                cnt++;
+                            } else if (!a->is_max && a->count_include_pad && ih >= -a->ph && ih < a->h + a->ph &&
+                                       iw >= -a->pw && iw < a->w + a->pw) {
+                                cnt++;
+                            }
+                        }
+                    st(a->y, n * a->ys[0] + c * a->ys[1] + oh * a->ys[2] + ow * a->ys[3], a->dtype,
+                       a->is_max ? acc : (cnt ? acc / cnt : 0));
+                }
+}
+
+static void emulate_gather(const ig_gather_args *a)
+{
+    size_t row = (size_t)(a->inner * a->esize);
+    for (int64_t o = 0; o < a->outer; o++)
+        for (int64_t j = 0; j < a->n_idx; j++) {
+            int64_t k = ldi(a->idx, j, a->idx_dtype);
+            if (k < 0) k += a->axis_dim;
+            if (k < 0 || k >= a->axis_dim) k = 0;
+            memcpy((char *)a->y + (size_t)(o * a->n_idx + j) * row, (const char *)a->x + (size_t)(o * a->axis_dim + k) * row,
+                   row);
+        }
+}
+
+/* ---- driver ---------------------------------------------------------------------------------------- */
+
+int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy);
+
+int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy)
+{
+    ig_err err = {0};
+    ig_cu_plan_result pr;
+    if (ig__cu_plan(p, &pr, &err) != INGOT_OK) {
+        snprintf(why, nwhy, "plan: %s", err.msg);
+        return -1;
+    }
+    unsigned char *arena = calloc(pr.arena ? pr.arena : 1, 1);
+    void **bufp = calloc((size_t)p->n_bufs + 1, sizeof(void *));
+    void **P = calloc((size_t)p->n_tensors + 1, sizeof(void *));
+    int rc = -1;
+    if (!arena || !bufp || !P) goto out;
+    /* poison the arena: a read of bytes nobody wrote shows up as a wrong result */
+    memset(arena, 0x7f, pr.arena);
+    for (int32_t b = 0; b < p->n_bufs; b++) {
+        const ig_cu_buf *x = &p->bufs[b];
+        switch (x->loc) {
+        case IG_LOC_ARENA: bufp[b] = arena + x->offset; break;
+        case IG_LOC_WEIGHT: bufp[b] = calloc(x->bytes ? x->bytes : 1, 1); break;
+        case IG_LOC_INPUT: bufp[b] = inputs[x->io]; break;
+        case IG_LOC_OUTPUT: bufp[b] = outputs[x->io]; break;
+        }
+        if (!bufp[b]) goto out;
+        if (x->loc == IG_LOC_WEIGHT || (x->loc == IG_LOC_ARENA && x->is_const)) {
+            if (ig__cu_wreq_fill(g, &p->wreqs[x->wreq], bufp[b], &err) != INGOT_OK) {
+                snprintf(why, nwhy, "weights: %s", err.msg);
+                goto out;
+            }
+        }
+    }
+    for (int32_t t = 0; t < p->n_tensors; t++) {
+        const ig_cu_tensor *x = &p->tensors[t];
+        P[t] = (char *)bufp[x->buf] + (size_t)x->offset * ingot_dtype_size(x->dtype);
+    }
+    char lbl[256];
+    for (int32_t i = 0; i < p->n_steps; i++) {
+        const ig_cu_step *s = &p->steps[i];
+        switch (s->kind) {
+        case IG_ST_EW: {
+            ig_ew_args a = s->u.ew.args;
+            a.out = P[s->u.ew.out];
+            for (int k = 0; k < s->u.ew.n_in; k++) a.in[k] = P[s->u.ew.in[k]];
+            if (emulate_ew(&a)) {
+                snprintf(why, nwhy, "step %d %s: malformed program", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl));
+                goto out;
+            }
+            break;
+        }
+        case IG_ST_CONV: emulate_conv(p, s, P); break;
+        case IG_ST_GEMM: emulate_gemm(p, s, P); break;
+        case IG_ST_SOFTMAX: {
+            ig_softmax_args a = s->u.softmax.args;
+            a.x = P[s->u.softmax.x];
+            a.y = P[s->u.softmax.y];
+            a.mask = s->u.softmax.mask >= 0 ? P[s->u.softmax.mask] : NULL;
+            emulate_softmax(&a);
+            break;
+        }
+        case IG_ST_LAYERNORM: {
+            ig_layernorm_args a = s->u.ln.args;
+            a.x = P[s->u.ln.x];
+            a.y = P[s->u.ln.y];
+            a.gamma = P[s->u.ln.gamma];
+            a.beta = s->u.ln.beta >= 0 ? P[s->u.ln.beta] : NULL;
+            emulate_ln(&a);
+            break;
+        }
+        case IG_ST_REDUCE: {
+            ig_reduce_args a = s->u.reduce.args;
+            a.x = P[s->u.reduce.x];
+            a.y = P[s->u.reduce.y];
+            emulate_reduce(&a);
+            break;
+        }
+        case IG_ST_POOL: {
+            ig_pool_args a = s->u.pool.args;
+            a.x = P[s->u.pool.x];
+            a.y = P[s->u.pool.y];
+            emulate_pool(&a);
+            break;
+        }
+        case IG_ST_GATHER: {
+            ig_gather_args a = s->u.gather.args;
+            a.x = P[s->u.gather.x];
+            a.idx = P[s->u.gather.idx];
+            a.y = P[s->u.gather.y];
+            emulate_gather(&a);
+            break;
+        }
+        case IG_ST_FILL: {
+            const ig_cu_tensor *t = &p->tensors[s->u.fill.y];
+            size_t es = ingot_dtype_size(t->dtype), n = ig__cu_tensor_numel(t);
+            for (size_t k = 0; k < n; k++) memcpy((char *)P[s->u.fill.y] + k * es, &s->u.fill.bits, es);
+            break;
+        }
+        default:
+            snprintf(why, nwhy, "step %d %s: kind %d not emulated", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl), s->kind);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (bufp)
+        for (int32_t b = 0; b < p->n_bufs; b++)
+            if (p->bufs[b].loc == IG_LOC_WEIGHT) free(bufp[b]);
+    free(bufp);
+    free(P);
+    free(arena);
+    return rc;
+}
