@@ -57,6 +57,7 @@ done
     nvcc --version 2>&1 | tail -1
     python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
     echo "peers script: ${peers:-none}"
+    ls /usr/local/cuda/lib64 2>/dev/null | grep -E '^lib(cublasLt|cudnn|cudart)\.so' | tr '\n' ' '; echo
 } >>"$log" 2>&1
 head -12 "$log"
 
@@ -87,7 +88,9 @@ if [ $ok_build = 1 ]; then
                 "$bin/tests/gpu/test_gpu" --no-leak "$d"
         fi
     done
-    if command -v compute-sanitizer >/dev/null; then
+    if [ "${INGOT_SKIP_SANITIZER:-0}" = 1 ]; then
+        say "::: compute-sanitizer skipped (INGOT_SKIP_SANITIZER=1)"
+    elif command -v compute-sanitizer >/dev/null; then
         stage "compute-sanitizer memcheck (resnet_block, bert_layer)" 240 env INGOT_CUDA_TUNE=0 compute-sanitizer --tool memcheck \
             --error-exitcode 1 --print-limit 20 "$bin/tests/gpu/test_gpu" --no-leak "$work/gm/resnet_block" "$work/gm/bert_layer"
     else
@@ -108,6 +111,7 @@ if [ $ok_build = 1 ]; then
         f=$work/models/$m.onnx
         [ -f "$f" ] || { say "::: model $m: not exported"; failed_stages+=("export $m"); continue; }
         if stage "whole model $m vs ONNX Runtime (batch 2)" 120 python3 tests/gpu/ort_ref.py "$f" 2 "$work/ref_$m"; then
+            stage "lowering of $m (program listing)" 60 "$bin/tests/gpu/test_gpu_lower" -v --lower-only "$work/ref_$m"
             stage "gpu test whole model $m" 150 "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m" ||
                 stage "gpu test whole model $m with INGOT_CUDA_SYNC=1" 150 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
                     "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m"
@@ -117,8 +121,7 @@ if [ $ok_build = 1 ]; then
         f=$work/models/$m.onnx
         [ -f "$f" ] || continue
         for b in "${batch_list[@]}"; do
-            prof=""
-            [ "$b" -gt 1 ] && prof=--profile
+            prof=--profile
             say "::: bench $m batch $b"
             if timeout --kill-after=10 120 "$bin/ingot" bench "$f" --fp16 --batch "$b" --duration 1 --warmup 20 --json $prof \
                 >"$work/bench.json" 2>>"$log"; then
@@ -134,7 +137,7 @@ if [ $ok_build = 1 ]; then
     done
 fi
 
-if [ -n "$peers" ]; then
+if [ -n "$peers" ] && [ "${INGOT_SKIP_PEERS:-0}" != 1 ]; then
     stage "PyTorch peers (eager, CUDA graph, channels_last)" 300 python3 "$peers" measure "$out/peers.json" \
         --models "$models" --batches "$batches" --dtype fp16
 fi

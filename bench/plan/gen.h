@@ -131,8 +131,10 @@ static inline int32_t gen_stacked(uint64_t seed, int32_t n, int32_t units, int32
         if (gen_below(&s, 4) == 0) w = len;
         int32_t a = pick_l;
         int32_t mode = (int32_t)gen_below(&s, 3);
-        if (mode == 1) a = pick_r - w;
-        else if (mode == 2) a = pick_l + (int32_t)gen_below(&s, (uint32_t)(len - w + 1));
+        if (mode == 1)
+            a = pick_r - w;
+        else if (mode == 2)
+            a = pick_l + (int32_t)gen_below(&s, (uint32_t)(len - w + 1));
         double want = area / w * (0.3 + 1.4 * gen_unit(&s));
         int32_t room = units - lvl;
         int32_t ht = (int32_t)want;

@@ -88,7 +88,7 @@ static inline void gb_output(gb *b, int32_t v)
 /* A node with n_out outputs named "<name>" (one output) or "<name>:k"; returns the first output's
  * value id. out_bytes[k] gives each output's size. */
 static inline int32_t gb_opn(gb *b, const char *op, const char *name, int nin, const int32_t *ins, int nout,
-                      const uint64_t *out_bytes)
+                             const uint64_t *out_bytes)
 {
     if (!b->ok) return -1;
     int32_t id = ig__graph_add_node(&b->g, name, op, "", nin, nout, 0, &b->err);
@@ -101,8 +101,10 @@ static inline int32_t gb_opn(gb *b, const char *op, const char *name, int nin, c
     int32_t first = -1;
     for (int k = 0; k < nout; k++) {
         char nm[256];
-        if (nout == 1) snprintf(nm, sizeof nm, "%s", name);
-        else snprintf(nm, sizeof nm, "%s:%d", name, k);
+        if (nout == 1)
+            snprintf(nm, sizeof nm, "%s", name);
+        else
+            snprintf(nm, sizeof nm, "%s:%d", name, k);
         int32_t v = gb_value(b, nm, out_bytes[k]);
         if (v < 0) return -1;
         n = &b->g.nodes[id]; /* values may have moved, nodes not; re-read anyway */
@@ -162,8 +164,8 @@ static inline uint32_t gb_flags(void *user, const ig_graph *g, const ig_node *n)
     (void)user;
     (void)g;
     static const char *const alias[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", NULL};
-    static const char *const inplace[] = {"Relu", "Add", "Mul", "Sub", "Div", "Sigmoid", "Gelu", "Tanh", "Erf",
-                                          "Clip", "BatchNormalization", NULL};
+    static const char *const inplace[] = {
+        "Relu", "Add", "Mul", "Sub", "Div", "Sigmoid", "Gelu", "Tanh", "Erf", "Clip", "BatchNormalization", NULL};
     for (int i = 0; alias[i]; i++)
         if (!strcmp(n->op_type, alias[i])) return IG_OP_ALIAS;
     for (int i = 0; inplace[i]; i++)
@@ -191,7 +193,7 @@ static inline ig_plan_options gb_options(gb *b)
 
 /* Conv with im2col scratch for k > 1, like the CPU reference kernels */
 static inline int32_t gb_conv(gb *b, const char *name, int32_t x, int64_t batch, int64_t cin, int64_t cout, int64_t k,
-                       int64_t hout, int64_t wout)
+                              int64_t hout, int64_t wout)
 {
     int32_t v = gb_op1(b, "Conv", name, x, (uint64_t)(batch * cout * hout * wout * 4));
     if (k > 1) gb_scratch(b, v, (uint64_t)(cin * k * k * hout * wout * 4));

@@ -7,6 +7,7 @@
  *   plan_bench --csv FILE...        instances in MiniMalloc's CSV format (id,lower,upper,size with
  *                                   half-open [lower, upper)), e.g. lifetimes exported from a model
  *   plan_bench --seed S             base seed of the generated instances (default 1)
+ *   plan_bench --many N             only summaries over N seeds per family and size (154, 300, 454)
  *
  * Prints one line per instance: buffers, lower bound, arena, arena/LB, winning strategy, time.
  */
@@ -30,6 +31,8 @@ typedef struct stats {
     int at_lb, within10;
 } stats;
 
+static int quiet;
+
 static void run_instance(const char *name, const ig_pack_buf *b, int32_t n, int effort, stats *st)
 {
     uint64_t *off = malloc(sizeof(uint64_t) * ((size_t)n + 1));
@@ -46,10 +49,12 @@ static void run_instance(const char *name, const ig_pack_buf *b, int32_t n, int 
         free(off);
         return;
     }
-    if (ig__pack_check(b, n, off, o.align, r.arena, &err) != INGOT_OK) printf("%-24s CHECK FAILED: %s\n", name, err.msg);
+    if (ig__pack_check(b, n, off, o.align, r.arena, &err) != INGOT_OK)
+        printf("%-24s CHECK FAILED: %s\n", name, err.msg);
     double ratio = r.lower_bound ? (double)r.arena / (double)r.lower_bound : 1.0;
-    printf("| %-22s | %5d | %12" PRIu64 " | %12" PRIu64 " | %6.3f | %-22s | %6d | %9.2f |\n", name, (int)n,
-           r.lower_bound, r.arena, ratio, r.strategy, (int)r.n_runs, ms);
+    if (!quiet)
+        printf("| %-22s | %5d | %12" PRIu64 " | %12" PRIu64 " | %6.3f | %-22s | %6d | %9.2f |\n", name, (int)n,
+               r.lower_bound, r.arena, ratio, r.strategy, (int)r.n_runs, ms);
     fflush(stdout);
     st->n++;
     st->sum_ratio += ratio;
@@ -66,16 +71,15 @@ static void header(const char *title)
     printf("\n%s\n\n", title);
     printf("| %-22s | %5s | %12s | %12s | %6s | %-22s | %6s | %9s |\n", "instance", "bufs", "lower bound", "arena",
            "ratio", "strategy", "runs", "ms");
-    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "-------", "--------------",
-           "--------------", "--------", "------------------------", "--------", "-----------");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "-------", "--------------", "--------------",
+           "--------", "------------------------", "--------", "-----------");
 }
 
 static void summary(const char *what, const stats *st)
 {
     if (!st->n) return;
-    printf("\n%s: %d instances, mean ratio %.3f, max %.3f, %d at LB, %d within 1.10; mean %.1f ms, max %.1f ms\n",
-           what, st->n, st->sum_ratio / st->n, st->max_ratio, st->at_lb, st->within10, st->sum_ms / st->n,
-           st->max_ms);
+    printf("\n%s: %d instances, mean ratio %.3f, max %.3f, %d at LB, %d within 1.10; mean %.1f ms, max %.1f ms\n", what,
+           st->n, st->sum_ratio / st->n, st->max_ratio, st->at_lb, st->within10, st->sum_ms / st->n, st->max_ms);
 }
 
 static int run_csv(const char *path, int effort, stats *st)
@@ -105,7 +109,6 @@ static int run_csv(const char *path, int effort, stats *st)
     return 0;
 }
 
-
 /* ---- synthetic graphs: ratio to the bound and planning time ---- */
 
 typedef struct gcase {
@@ -120,17 +123,20 @@ static void build_case(gb *b, const gcase *c, uint64_t seed)
     static const int r50[4] = {3, 4, 6, 3};
     int deep[4] = {c->depth, c->depth, c->depth, c->depth};
     gb_init(b);
-    if (c->kind == 0) gb_resnet(b, c->batch, c->depth ? deep : r50, 4);
-    else if (c->kind == 1) gb_transformer(b, c->batch, 128, 768, 12, c->depth);
-    else gb_random(b, seed, c->depth, 14);
+    if (c->kind == 0)
+        gb_resnet(b, c->batch, c->depth ? deep : r50, 4);
+    else if (c->kind == 1)
+        gb_transformer(b, c->batch, 128, 768, 12, c->depth);
+    else
+        gb_random(b, seed, c->depth, 14);
 }
 
 static void bench_graphs(uint64_t seed, int effort)
 {
     static const gcase cases[] = {
-        {"resnet50-b1", 0, 1, 0},         {"resnet50-b32", 0, 32, 0},     {"bert-base-b1", 1, 1, 12},
-        {"bert-base-b32", 1, 32, 12},     {"resnet-2k-b1", 0, 1, 62},     {"resnet-2k-b32", 0, 32, 62},
-        {"transformer-2k-b1", 1, 1, 80},  {"transformer-2k-b32", 1, 32, 80}, {"random-2k", 2, 1, 2000},
+        {"resnet50-b1", 0, 1, 0},        {"resnet50-b32", 0, 32, 0},        {"bert-base-b1", 1, 1, 12},
+        {"bert-base-b32", 1, 32, 12},    {"resnet-2k-b1", 0, 1, 62},        {"resnet-2k-b32", 0, 32, 62},
+        {"transformer-2k-b1", 1, 1, 80}, {"transformer-2k-b32", 1, 32, 80}, {"random-2k", 2, 1, 2000},
         {"random-5k", 2, 1, 5000},
     };
     printf("\nSynthetic graphs (fp32 sizes, alignment 256, effort %d): planning time is the median of 5 runs of\n"
@@ -203,12 +209,16 @@ static void bench_graphs(uint64_t seed, int effort)
 
 int main(int argc, char **argv)
 {
-    int effort = 1;
+    int effort = 1, many = 0;
     uint64_t seed = 1;
     int first_csv = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--effort") && i + 1 < argc) effort = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        if (!strcmp(argv[i], "--effort") && i + 1 < argc)
+            effort = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--many") && i + 1 < argc)
+            many = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv")) {
             first_csv = i + 1;
             break;
@@ -226,6 +236,30 @@ int main(int argc, char **argv)
     }
     ig_pack_buf *b = malloc(sizeof(ig_pack_buf) * 4096);
     char name[64];
+    if (many > 0) {
+        static const int nn[3] = {154, 300, 454};
+        quiet = 1;
+        printf("effort %d, %d seeds per row\n\n| family | buffers | mean ratio | max ratio | at LB | within 1.10 | "
+               "mean ms | max ms |\n"
+               "|---|---|---|---|---|---|---|---|\n",
+               effort, many);
+        for (int fam = 0; fam < 2; fam++)
+            for (int k = 0; k < 3; k++) {
+                stats st = {0};
+                for (int r = 0; r < many; r++) {
+                    uint64_t sd = seed + (uint64_t)(1000 * k + r);
+                    int32_t n = fam == 0 ? gen_guillotine(sd, nn[k], 1024, 1024, b)
+                                         : gen_holes(sd, nn[k] * 100 / 85, 1024, 1024, 15, b);
+                    run_instance("", b, n, effort, &st);
+                }
+                printf("| %s | ~%d | %.3f | %.3f | %d%% | %d%% | %.1f | %.1f |\n", fam ? "holes" : "guillotine", nn[k],
+                       st.sum_ratio / st.n, st.max_ratio, 100 * st.at_lb / st.n, 100 * st.within10 / st.n,
+                       st.sum_ms / st.n, st.max_ms);
+                fflush(stdout);
+            }
+        free(b);
+        return 0;
+    }
     stats sg = {0}, ss = {0}, sr = {0};
     printf("effort %d\n", effort);
     header("MiniMalloc-style instances: guillotine = pieces of a cut 1 MiB x 2^20 rectangle (optimum = lower bound);\n"

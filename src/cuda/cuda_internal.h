@@ -95,7 +95,7 @@ typedef struct ig_cu_wreq {
     float eps;          /* BN epsilon */
     float scale;        /* PLAIN: multiplier (1 normally) */
     ingot_dtype dtype;  /* device element type */
-    int32_t nhwc;       /* CONV_W: KRSC layout */
+    int32_t nhwc;       /* CONV_W: 1 KRSC layout, 2 RSK (depthwise: [kh][kw][C]) */
     int32_t n_out;      /* CONV_B: K (for a bias made of zeros) */
     size_t bytes;
     bool all_initializers; /* every source is a file initializer (shape-independent: engine-owned) */
@@ -103,7 +103,7 @@ typedef struct ig_cu_wreq {
 
 typedef enum ig_cu_step_kind {
     IG_ST_EW = 0, IG_ST_CONV, IG_ST_GEMM, IG_ST_SOFTMAX, IG_ST_LAYERNORM, IG_ST_REDUCE, IG_ST_POOL,
-    IG_ST_GATHER, IG_ST_FILL, IG_ST_ATTENTION, IG_ST_KIND_COUNT
+    IG_ST_GATHER, IG_ST_FILL, IG_ST_ATTENTION, IG_ST_DWCONV, IG_ST_KIND_COUNT
 } ig_cu_step_kind;
 
 typedef struct ig_cu_ew {
@@ -152,6 +152,7 @@ typedef struct ig_cu_step {
         struct { int32_t x, idx, y; ig_gather_args args; } gather;
         struct { int32_t y; uint64_t bits; } fill;
         struct { int32_t q, k, v, mask, o; ig_attention_args args; } attn;
+        struct { int32_t x, w, b, y; ig_dwconv_args args; } dw;
     } u;
 } ig_cu_step;
 

@@ -217,6 +217,10 @@ int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids)
     case IG_ST_POOL: ids[n++] = s->u.pool.x; ids[n++] = s->u.pool.y; break;
     case IG_ST_GATHER: ids[n++] = s->u.gather.x; ids[n++] = s->u.gather.idx; ids[n++] = s->u.gather.y; break;
     case IG_ST_FILL: ids[n++] = s->u.fill.y; break;
+    case IG_ST_DWCONV:
+        ids[n++] = s->u.dw.x; ids[n++] = s->u.dw.w; ids[n++] = s->u.dw.y;
+        if (s->u.dw.b >= 0) ids[n++] = s->u.dw.b;
+        break;
     case IG_ST_ATTENTION:
         ids[n++] = s->u.attn.q; ids[n++] = s->u.attn.k; ids[n++] = s->u.attn.v; ids[n++] = s->u.attn.o;
         if (s->u.attn.mask >= 0) ids[n++] = s->u.attn.mask;
@@ -727,6 +731,15 @@ static ingot_status launch_step(ig_cuda_ctx *c, instance *in, const ig_cu_step *
                             s->u.fill.bits, stream);
         break;
     }
+    case IG_ST_DWCONV: {
+        ig_dwconv_args a = s->u.dw.args;
+        a.x = P[s->u.dw.x];
+        a.filt = P[s->u.dw.w];
+        a.b = s->u.dw.b >= 0 ? P[s->u.dw.b] : NULL;
+        a.y = P[s->u.dw.y];
+        e = ingot_cuda_dwconv(&a, stream);
+        break;
+    }
     case IG_ST_ATTENTION: {
         ig_attention_args a = s->u.attn.args;
         a.q = P[s->u.attn.q];
@@ -825,8 +838,11 @@ static ingot_status patch_io(ig_cuda_ctx *c, instance *in, ig_err *err)
         a.out = in->tptr[st->u.ew.out];
         for (int i = 0; i < st->u.ew.n_in; i++) a.in[i] = in->tptr[st->u.ew.in[i]];
         struct cudaKernelNodeParams kp;
-        ig_ew_args storage;
-        void *argp[1];
+        struct {
+            ig_ew_args a;
+            char extra[16];
+        } storage;
+        void *argp[2];
         ingot_cuda_ew_node_params(&a, &kp, &storage, argp);
         char lbl[256];
         ingot_status r = IG_CU(err, label_of(p, st, lbl, sizeof lbl), cudaGraphExecKernelNodeSetParams(in->exec, in->io_node[s], &kp));
@@ -994,7 +1010,8 @@ int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *co
         const char *kind = st->kind == IG_ST_EW ? "ew" : st->kind == IG_ST_CONV ? "conv" : st->kind == IG_ST_GEMM ? "gemm"
                          : st->kind == IG_ST_SOFTMAX ? "softmax" : st->kind == IG_ST_LAYERNORM ? "layernorm"
                          : st->kind == IG_ST_REDUCE ? "reduce" : st->kind == IG_ST_POOL ? "pool"
-                         : st->kind == IG_ST_GATHER ? "gather" : st->kind == IG_ST_FILL ? "fill" : "attention";
+                         : st->kind == IG_ST_GATHER ? "gather" : st->kind == IG_ST_FILL ? "fill"
+                         : st->kind == IG_ST_DWCONV ? "dwconv" : "attention";
         snprintf(labels[k], 96, "%-9s %.80s", kind, label_of(p, st, lbl, sizeof lbl));
     }
     for (int64_t i = 0; i <= n; i++) cudaEventDestroy(ev[i]);

@@ -1060,6 +1060,108 @@ static bool bn_foldable(const lower *L, int32_t bn)
     return !ig__attr_int(n, "training_mode", 0);
 }
 
+/* Depthwise convolution (group == C == K, one input channel per group) in channels-last: our own
+ * kernel, with BatchNormalization folded and a following Relu or constant Clip fused; cuDNN's
+ * channels-last depthwise path is slow. */
+static ingot_status lower_dwconv(lower *L, int32_t id, int32_t xt, const int64_t *pb, const int64_t *st,
+                                 const int64_t *dl, const int64_t *kk)
+{
+    const ig_node *n = node(L, id);
+    int32_t wv = n->inputs[1], bv = in_id(L, id, 2);
+    const ig_value *w = val(L, wv);
+    int32_t cur = n->outputs[0], bn = -1, act_node = -1, act = IG_ACT_NONE;
+    double lo = 0, hi = 0;
+    int32_t c = sole_consumer(L, cur);
+    if (c >= 0 && !L->done[c] && bn_foldable(L, c)) {
+        bn = c;
+        cur = node(L, c)->outputs[0];
+        c = sole_consumer(L, cur);
+    }
+    if (c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_relu) {
+        act = IG_ACT_RELU;
+        act_node = c;
+    } else if (c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_clip) {
+        const ig_node *cn = node(L, c);
+        lo = -INFINITY;
+        hi = INFINITY;
+        bool ok = true;
+        if (cn->opset < 11) {
+            lo = ig__attr_float(cn, "min", -INFINITY);
+            hi = ig__attr_float(cn, "max", INFINITY);
+        } else {
+            if (in_id(L, c, 1) >= 0) ok = ok && const_scalar(L, in_id(L, c, 1), &lo);
+            if (in_id(L, c, 2) >= 0) ok = ok && const_scalar(L, in_id(L, c, 2), &hi);
+        }
+        if (ok) {
+            act = IG_ACT_CLIP;
+            act_node = c;
+        }
+    }
+    if (act_node >= 0) cur = node(L, act_node)->outputs[0];
+    ig_cu_tensor x = *T(L, xt);
+    int64_t K = w->shape.d[0].n;
+    ig_cu_wreq rw = {0};
+    rw.kind = IG_W_CONV_W;
+    rw.src = wv;
+    rw.bn[0] = rw.bn[1] = rw.bn[2] = rw.bn[3] = -1;
+    if (bn >= 0)
+        for (int j = 0; j < 4; j++) rw.bn[j] = node(L, bn)->inputs[1 + j];
+    rw.eps = bn >= 0 ? ig__attr_float(node(L, bn), "epsilon", 1e-5f) : 0.f;
+    rw.scale = 1;
+    rw.dtype = x.dtype;
+    rw.nhwc = 2;
+    rw.n_out = (int32_t)K;
+    rw.bytes = (size_t)value_numel(w) * ingot_dtype_size(rw.dtype);
+    int64_t wd[1] = {(int64_t)value_numel(w)};
+    int32_t wt = weight_tensor(L, &rw, 1, wd, NULL);
+    int32_t bt = -1;
+    if (bv >= 0 || bn >= 0) {
+        ig_cu_wreq rb = rw;
+        rb.kind = IG_W_CONV_B;
+        rb.src = bv;
+        rb.nhwc = 0;
+        rb.bytes = (size_t)K * ingot_dtype_size(rb.dtype);
+        int64_t bd[1] = {K};
+        bt = weight_tensor(L, &rb, 1, bd, NULL);
+        if (bt < 0) return oom(L);
+    }
+    int64_t od[4];
+    value_dims(L, n->outputs[0], od);
+    int32_t yt = new_dense(L, x.dtype, 4, od, true);
+    ig_cu_step *s = wt >= 0 && yt >= 0 ? new_step(L, IG_ST_DWCONV, id, NULL) : NULL;
+    if (!s) return oom(L);
+    ig_dwconv_args *a = &s->u.dw.args;
+    memset(a, 0, sizeof *a);
+    const ig_cu_tensor *y = T(L, yt);
+    a->dtype = x.dtype;
+    a->act = act;
+    a->lo = (float)lo;
+    a->hi = (float)hi;
+    a->n = x.dims[0];
+    a->c = x.dims[1];
+    a->h = x.dims[2];
+    a->w = x.dims[3];
+    a->oh = od[2];
+    a->ow = od[3];
+    for (int q = 0; q < 4; q++) {
+        a->xs[q] = x.strides[q];
+        a->ys[q] = y->strides[q];
+    }
+    a->kh = (int32_t)kk[0]; a->kw = (int32_t)kk[1];
+    a->sh = (int32_t)st[0]; a->sw = (int32_t)st[1];
+    a->ph = (int32_t)pb[0]; a->pw = (int32_t)pb[1];
+    a->dh = (int32_t)dl[0]; a->dw = (int32_t)dl[1];
+    s->u.dw.x = xt;
+    s->u.dw.w = wt;
+    s->u.dw.b = bt;
+    s->u.dw.y = yt;
+    L->done[id] = true;
+    if (bn >= 0) { L->done[bn] = true; L->p->n_fused++; }
+    if (act_node >= 0) { L->done[act_node] = true; L->p->n_fused++; }
+    L->p->val_tensor[cur] = yt;
+    return INGOT_OK;
+}
+
 static ingot_status lower_conv(lower *L, int32_t id)
 {
     const ig_node *n = node(L, id);
@@ -1086,6 +1188,15 @@ static ingot_status lower_conv(lower *L, int32_t id)
         for (int32_t i = 0; i < sp; i++) dl[i] = a[i];
     conv_pads(n, sp, xin, yout, kk, st, dl, pb, pe);
     int64_t group_n = ig__attr_int(n, "group", 1);
+
+    /* depthwise, channels-last, 2-D: our own kernel */
+    if (L->o->nhwc && val(L, xv)->shape.rank == 4 && group_n > 1 && w->shape.d[1].n == 1 &&
+        group_n == w->shape.d[0].n && group_n == val(L, xv)->shape.d[1].n &&
+        (val(L, xv)->dtype == INGOT_DTYPE_FLOAT || val(L, xv)->dtype == INGOT_DTYPE_FLOAT16)) {
+        int32_t dxt = get(L, xv);
+        if (dxt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
+        return lower_dwconv(L, id, dxt, pb, st, dl, kk);
+    }
 
     /* the pattern: [BatchNormalization] [Add(residual)] [Relu] */
     int32_t cur = yv, bn = -1, zv = -1, relu_node = -1, add_node = -1;

@@ -114,7 +114,8 @@ ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst,
                 for (int64_t y = 0; y < R; y++)
                     for (int64_t x = 0; x < S; x++) {
                         int64_t si = ((k * C + c) * R + y) * S + x;
-                        int64_t di = r->nhwc ? ((k * R + y) * S + x) * C + c : si;
+                        int64_t di = r->nhwc == 2 ? (y * S + x) * K + k
+                                     : r->nhwc ? ((k * R + y) * S + x) * C + c : si;
                         double v = ig__elem_f64(w->c.dtype, w->c.data, si);
                         if (scale) v *= scale[k];
                         put_f(r->dtype, dst, (size_t)di, v);

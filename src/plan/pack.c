@@ -6,10 +6,13 @@
  * it (or on top of them when no gap is big enough). The order is what distinguishes TFLite/XLA's
  * greedy-by-size, TFLite-GPU's greedy-by-breadth, greedy-by-conflict and ggml's online allocator
  * (order of first use). The skyline packer instead fills the lowest free level of the step axis with
- * a buffer whose lifetime fits inside it, which is what packs "perfect" instances (pieces of a cut
- * rectangle, as in MiniMalloc's benchmark) that defeat the greedy orders.
+ * a buffer whose lifetime fits inside it. For instances all of those leave above the lower bound
+ * (pieces of a cut rectangle, as in MiniMalloc's benchmark, defeat every greedy order by 20-40%) a
+ * restarted depth-first search looks for a packing at the bound, and its best partial packing is
+ * completed by the other packers; an iterated greedy finally re-orders what sticks out.
  *
- * Work is counted in neighbour visits, not time, so results never depend on machine speed.
+ * Work is counted (neighbour visits, search nodes), not timed, so results never depend on machine
+ * speed or load. Phase order and budgets per effort level: docs/PLANNER.md.
  */
 #include "plan.h"
 
@@ -109,9 +112,9 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 /* ---- the problem, compacted to buffers of non-zero size ---- */
 
 typedef struct packer {
-    int32_t m;          /* buffers with size > 0 */
-    int32_t *id;        /* [m] index into the caller's array */
-    uint64_t *size;     /* [m] aligned */
+    int32_t m;      /* buffers with size > 0 */
+    int32_t *id;    /* [m] index into the caller's array */
+    uint64_t *size; /* [m] aligned */
     int32_t *first, *last;
     int32_t *sa, *sb;   /* [m] segment range [sa, sb) on the compressed step axis */
     int32_t n_seg;      /* segments between consecutive distinct points */
@@ -159,8 +162,10 @@ static int32_t find_pt(const int32_t *pt, int32_t n, int32_t v)
     int32_t lo = 0, hi = n - 1;
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (pt[mid] < v) lo = mid + 1;
-        else hi = mid;
+        if (pt[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -192,8 +197,8 @@ static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, u
             return ig__errf(err, INGOT_ERR_INVALID_ARG, "buffer %d: last step %d is out of range", (int)i,
                             (int)bufs[i].last);
         if (bufs[i].size > UINT64_MAX - align)
-            return ig__errf(err, INGOT_ERR_INVALID_ARG, "buffer %d: size %" PRIu64 " overflows when aligned",
-                            (int)i, bufs[i].size);
+            return ig__errf(err, INGOT_ERR_INVALID_ARG, "buffer %d: size %" PRIu64 " overflows when aligned", (int)i,
+                            bufs[i].size);
         if (bufs[i].size) m++;
     }
     p->m = m;
@@ -214,8 +219,8 @@ static ingot_status packer_init(packer *p, const ig_pack_buf *bufs, int32_t n, u
     ev *evs = ig__malloc(sizeof(ev) * mm);
     int32_t *active = ig__malloc(sizeof(int32_t) * mm);
     int32_t *fill = NULL;
-    if (!p->id || !p->size || !p->first || !p->last || !p->sa || !p->sb || !p->pt || !p->seg_live ||
-        !p->adj_start || !p->off || !p->placed || !p->tmp || !p->lst || !evs || !active)
+    if (!p->id || !p->size || !p->first || !p->last || !p->sa || !p->sb || !p->pt || !p->seg_live || !p->adj_start ||
+        !p->off || !p->placed || !p->tmp || !p->lst || !evs || !active)
         goto oom;
     m = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -398,8 +403,10 @@ static uint64_t place_dense(packer *p, const int32_t *order, int fit, uint64_t c
         int32_t lo = 0, hi = cnt;
         while (lo < hi) {
             int32_t mid = (lo + hi) / 2;
-            if (p->off[lst[mid]] <= best) lo = mid + 1;
-            else hi = mid;
+            if (p->off[lst[mid]] <= best)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         memmove(lst + lo + 1, lst + lo, sizeof(int32_t) * (size_t)(cnt - lo));
         lst[lo] = i;
@@ -473,10 +480,26 @@ static ingot_status make_order(packer *p, int kind, int32_t *order, const rmq *r
         okey *k = &keys[i];
         k->i = i;
         switch (kind) {
-        case ORD_SIZE: k->k1 = sz; k->k2 = len; k->k3 = (uint64_t)(int64_t)p->first[i]; break;
-        case ORD_AREA: k->k1 = sat_mul(sz, len); k->k2 = sz; k->k3 = (uint64_t)(int64_t)p->first[i]; break;
-        case ORD_LENGTH: k->k1 = len; k->k2 = sz; k->k3 = (uint64_t)(int64_t)p->first[i]; break;
-        case ORD_BREADTH: k->k1 = rmq_max(rq, p->sa[i], p->sb[i]); k->k2 = sz; k->k3 = (uint64_t)(int64_t)p->first[i]; break;
+        case ORD_SIZE:
+            k->k1 = sz;
+            k->k2 = len;
+            k->k3 = (uint64_t)(int64_t)p->first[i];
+            break;
+        case ORD_AREA:
+            k->k1 = sat_mul(sz, len);
+            k->k2 = sz;
+            k->k3 = (uint64_t)(int64_t)p->first[i];
+            break;
+        case ORD_LENGTH:
+            k->k1 = len;
+            k->k2 = sz;
+            k->k3 = (uint64_t)(int64_t)p->first[i];
+            break;
+        case ORD_BREADTH:
+            k->k1 = rmq_max(rq, p->sa[i], p->sb[i]);
+            k->k2 = sz;
+            k->k3 = (uint64_t)(int64_t)p->first[i];
+            break;
         case ORD_CONFLICT: {
             uint64_t s = sz;
             for (int32_t e = p->adj_start[i]; e < p->adj_start[i + 1]; e++) s = sat_add(s, p->size[p->adj[e]]);
@@ -524,8 +547,14 @@ static uint64_t skyline_from(packer *p, int rule, uint64_t cap, uint64_t *h, int
             if (p->sa[i] < L || p->sb[i] > R) continue;
             uint64_t len = (uint64_t)((int64_t)p->pt[p->sb[i]] - p->pt[p->sa[i]]), k1, k2, k3 = 0;
             switch (rule) {
-            case SKY_WIDEST: k1 = len; k2 = p->size[i]; break;
-            case SKY_TALLEST: k1 = p->size[i]; k2 = len; break;
+            case SKY_WIDEST:
+                k1 = len;
+                k2 = p->size[i];
+                break;
+            case SKY_TALLEST:
+                k1 = p->size[i];
+                k2 = len;
+                break;
             default: /* SKY_EDGE: an exact fit of the run, then touching one of its ends, then widest */
                 k1 = (uint64_t)(p->sa[i] == L) + (uint64_t)(p->sb[i] == R);
                 k2 = len;
@@ -583,12 +612,12 @@ static uint64_t skyline(packer *p, int rule, uint64_t cap, uint64_t *h, int32_t 
  * buffer's unplaced neighbours must still fit above it. Identical candidates are tried once. */
 
 typedef struct sframe {
-    int32_t L, R;      /* the flat run [L, R) at level lvl this node fills at L */
+    int32_t L, R; /* the flat run [L, R) at level lvl this node fills at L */
     uint64_t lvl;
-    int32_t c0, nc;    /* candidates: pool[c0 .. c0 + nc) */
-    int32_t next;      /* next candidate to try; == nc: the waste move; > nc: exhausted */
-    int32_t applied;   /* buffer placed by the current move, -2 for waste, -1 none */
-    uint64_t up;       /* waste: the level segments [L, wR) are raised to (0: no waste move) */
+    int32_t c0, nc;  /* candidates: pool[c0 .. c0 + nc) */
+    int32_t next;    /* next candidate to try; == nc: the waste move; > nc: exhausted */
+    int32_t applied; /* buffer placed by the current move, -2 for waste, -1 none */
+    uint64_t up;     /* waste: the level segments [L, wR) are raised to (0: no waste move) */
     int32_t wR;
 } sframe;
 
@@ -599,10 +628,10 @@ typedef struct ssearch {
     int32_t nfr, capfr;
     int32_t *pool;
     int32_t npool, cappool;
-    int32_t n_placed, depth; /* placed now; placed in the snapshot */
+    int32_t n_placed, depth;  /* placed now; placed in the snapshot */
     uint64_t area, best_area; /* bytes x steps placed now; in the snapshot */
-    uint8_t *can; /* [n_seg + 1] run_cover's table */
-    uint64_t *snap_off; /* the deepest partial packing found */
+    uint8_t *can;             /* [n_seg + 1] run_cover's table */
+    uint64_t *snap_off;       /* the deepest partial packing found */
     uint8_t *snap_placed;
 } ssearch;
 
@@ -641,10 +670,19 @@ static bool ssearch_rule(packer *p, ssearch *S, int rule, uint64_t *rng)
         k->k1 = UINT64_MAX - (uint64_t)p->sa[i]; /* ascending first segment */
         uint64_t sb = (uint64_t)p->sb[i], sz = p->size[i];
         switch (rule < 3 ? rule : 3) {
-        case 0: k->k2 = sb; k->k3 = UINT64_MAX - sz; break;        /* longest, then tallest */
-        case 1: k->k2 = sb; k->k3 = sz; break;                     /* longest, then shortest */
-        case 2: k->k2 = sz; k->k3 = UINT64_MAX - sb; break;        /* tallest, then longest */
-        default: {                                                 /* longest, with noise */
+        case 0:
+            k->k2 = sb;
+            k->k3 = UINT64_MAX - sz;
+            break; /* longest, then tallest */
+        case 1:
+            k->k2 = sb;
+            k->k3 = sz;
+            break; /* longest, then shortest */
+        case 2:
+            k->k2 = sz;
+            k->k3 = UINT64_MAX - sb;
+            break; /* tallest, then longest */
+        default: { /* longest, with noise */
             double len = (double)(p->pt[p->sb[i]] - p->pt[p->sa[i]]);
             double noise = 0.5 + (double)(rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
             k->k2 = (uint64_t)(len * noise * 1024.0);
@@ -866,8 +904,8 @@ static int sky_search(packer *p, ssearch *S, uint64_t cap, uint64_t budget)
  * the order (keeping their relative order), sometimes with a few random swaps among them, and pack
  * again; keep the new order when it is no worse. This is the "re-place the buffers touching the peak"
  * step: greedy placement is good at packing what comes first, so what overflowed goes first. */
-static void perturb(packer *p, const int32_t *order, const uint64_t *off, uint64_t arena, uint64_t *rng,
-                    int32_t *out, uint8_t *mark)
+static void perturb(packer *p, const int32_t *order, const uint64_t *off, uint64_t arena, uint64_t *rng, int32_t *out,
+                    uint8_t *mark)
 {
     int32_t m = p->m;
     uint64_t lb = p->lb;
@@ -920,8 +958,8 @@ static void perturb(packer *p, const int32_t *order, const uint64_t *off, uint64
  * rarely recovers by backtracking; a fresh start often does). When a search fails, its deepest
  * partial packing, tight at the bottom, is completed by best-fit in size order. Returns -1 when
  * out of memory. */
-static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size_order, int32_t *cand,
-                        uint64_t *best, uint64_t *best_off, ig_pack_result *res)
+static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size_order, int32_t *cand, uint64_t *best,
+                        uint64_t *best_off, ig_pack_result *res)
 {
     int32_t m = p->m;
     size_t mm = (size_t)m + 1, ns1 = (size_t)p->n_seg + 1;
@@ -942,7 +980,7 @@ static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size
     uint64_t scale = (uint64_t)m * (o->effort >= 2 ? 1000000ull : 25000ull);
     if (scale < total) total = scale;
     if (unit > total / 8) unit = total / 8 + 1;
-    uint64_t w0 = p->work;
+    uint64_t w0 = p->work, top_area = 0;
     for (int r = 0; rc == 0 && *best > p->lb && p->work - w0 < total; r++) {
         if (!ssearch_rule(p, &S, r, &rng)) {
             rc = -1;
@@ -961,7 +999,9 @@ static int search_phase(packer *p, const ig_pack_options *o, const int32_t *size
                 memcpy(best_off, p->off, sizeof(uint64_t) * (size_t)m);
                 res->strategy = "skyline-search";
             }
-        } else if (rc == 0 && S.depth > 0) {
+        } else if (rc == 0 && S.depth > 0 && S.best_area >= top_area - top_area / 8) {
+            /* completing costs as much as a search: only for partials about as good as the best */
+            if (S.best_area > top_area) top_area = S.best_area;
             memcpy(p->off, S.snap_off, sizeof(uint64_t) * (size_t)m);
             memcpy(p->placed, S.snap_placed, (size_t)m);
             uint64_t top = 0;
@@ -1046,7 +1086,8 @@ ingot_status ig__pack(const ig_pack_buf *bufs, int32_t n, const ig_pack_options 
     uint8_t *mark = NULL;
     rmq rq = {0, 0, NULL};
     if (st != INGOT_OK) goto out;
-    for (int32_t i = 0; i < n; i++) res->no_reuse = sat_add(res->no_reuse, (bufs[i].size + o.align - 1) & ~(o.align - 1));
+    for (int32_t i = 0; i < n; i++)
+        res->no_reuse = sat_add(res->no_reuse, (bufs[i].size + o.align - 1) & ~(o.align - 1));
     res->lower_bound = p.lb;
     for (int32_t s = 0; s < p.n_seg && p.m; s++)
         if (p.seg_live[s] == p.lb) {
@@ -1171,8 +1212,8 @@ static int cmp_chk(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-ingot_status ig__pack_check(const ig_pack_buf *bufs, int32_t n, const uint64_t *offsets, uint64_t align,
-                            uint64_t arena, ig_err *err)
+ingot_status ig__pack_check(const ig_pack_buf *bufs, int32_t n, const uint64_t *offsets, uint64_t align, uint64_t arena,
+                            ig_err *err)
 {
     if (!align) align = IG_PLAN_ALIGN_DEFAULT;
     if (align & (align - 1))
@@ -1192,8 +1233,10 @@ ingot_status ig__pack_check(const ig_pack_buf *bufs, int32_t n, const uint64_t *
     }
     uint64_t lb = ig__pack_lower_bound(bufs, n, align, NULL);
     if (arena < lb)
-        return ig__errf(err, INGOT_ERR_INTERNAL, "arena %" PRIu64 " is below the lower bound %" PRIu64
-                        " (impossible: the packing must overlap somewhere)", arena, lb);
+        return ig__errf(err, INGOT_ERR_INTERNAL,
+                        "arena %" PRIu64 " is below the lower bound %" PRIu64
+                        " (impossible: the packing must overlap somewhere)",
+                        arena, lb);
     chk *c = ig__malloc(sizeof(chk) * ((size_t)n + 1));
     int32_t *active = ig__malloc(sizeof(int32_t) * ((size_t)n + 1));
     ingot_status st = INGOT_OK;

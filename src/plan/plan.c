@@ -51,14 +51,14 @@ void ig__plan_free(ig_plan *plan)
 typedef struct gctx {
     const ig_graph *g;
     ig_plan_options o;
-    int32_t n_exec;       /* nodes that run */
-    int32_t *exec;        /* [n_exec] in g->order's order */
-    uint32_t *flags;      /* [n_nodes] op flags */
-    uint64_t *scratch;    /* [n_nodes] scratch bytes */
-    uint64_t *bytes;      /* [n_values] bytes of planned values */
-    uint8_t *planned;     /* [n_values] 1 when the value goes into the arena */
-    uint8_t *is_out;      /* [n_values] graph output */
-    int32_t *root0;       /* [n_values] alias root, decided without regard to order */
+    int32_t n_exec;    /* nodes that run */
+    int32_t *exec;     /* [n_exec] in g->order's order */
+    uint32_t *flags;   /* [n_nodes] op flags */
+    uint64_t *scratch; /* [n_nodes] scratch bytes */
+    uint64_t *bytes;   /* [n_values] bytes of planned values */
+    uint8_t *planned;  /* [n_values] 1 when the value goes into the arena */
+    uint8_t *is_out;   /* [n_values] graph output */
+    int32_t *root0;    /* [n_values] alias root, decided without regard to order */
 } gctx;
 
 static void gctx_free(gctx *c)
@@ -112,7 +112,8 @@ static ingot_status gctx_init(gctx *c, const ig_graph *g, const ig_plan_options 
     for (int32_t k = 0; k < g->n_nodes; k++) {
         int32_t id = g->order[k];
         if (id < 0 || id >= g->n_nodes)
-            return ig__errf(err, INGOT_ERR_INTERNAL, "execution order holds node id %d of %d", (int)id, (int)g->n_nodes);
+            return ig__errf(err, INGOT_ERR_INTERNAL, "execution order holds node id %d of %d", (int)id,
+                            (int)g->n_nodes);
         const ig_node *n = &g->nodes[id];
         if (n->folded) continue;
         c->exec[c->n_exec++] = id;
@@ -121,8 +122,8 @@ static ingot_status gctx_init(gctx *c, const ig_graph *g, const ig_plan_options 
         c->scratch[id] = c->o.scratch ? c->o.scratch(c->o.user, g, n) : d && d->cpu_scratch ? d->cpu_scratch(g, n) : 0;
         if (c->o.workspace_limit && c->scratch[id] > c->o.workspace_limit)
             return ig__errf(err, INGOT_ERR_INVALID_ARG,
-                            "node '%s' (%s) needs %" PRIu64 " bytes of scratch, more than the workspace limit of %" PRIu64
-                            " bytes",
+                            "node '%s' (%s) needs %" PRIu64
+                            " bytes of scratch, more than the workspace limit of %" PRIu64 " bytes",
                             ig__node_label(n), n->op_type, c->scratch[id], c->o.workspace_limit);
         for (int32_t j = 0; j < n->n_outputs; j++) {
             int32_t v = n->outputs[j];
@@ -133,16 +134,17 @@ static ingot_status gctx_init(gctx *c, const ig_graph *g, const ig_plan_options 
             size_t es = ingot_dtype_size(val->dtype);
             if (!es || !ig__shape_numel(&val->shape, &numel)) {
                 char sb[256];
-                return ig__errf(err, INGOT_ERR_MODEL_SHAPE,
-                                "tensor '%s' (output %d of node '%s' (%s)) has no concrete size: shape %s, dtype %s; bind "
-                                "the input shapes and run shape inference before planning",
-                                val->name, (int)j, ig__node_label(n), n->op_type,
-                                ig__shape_str(g, &val->shape, sb, sizeof sb), ingot_dtype_name(val->dtype));
+                return ig__errf(
+                    err, INGOT_ERR_MODEL_SHAPE,
+                    "tensor '%s' (output %d of node '%s' (%s)) has no concrete size: shape %s, dtype %s; bind "
+                    "the input shapes and run shape inference before planning",
+                    val->name, (int)j, ig__node_label(n), n->op_type, ig__shape_str(g, &val->shape, sb, sizeof sb),
+                    ingot_dtype_name(val->dtype));
             }
             size_t b;
             if (!ig__mul_size((size_t)numel, es, &b) || b > UINT64_MAX / 2)
-                return ig__errf(err, INGOT_ERR_MODEL_SHAPE, "tensor '%s' is too large (%" PRId64 " elements)", val->name,
-                                numel);
+                return ig__errf(err, INGOT_ERR_MODEL_SHAPE, "tensor '%s' is too large (%" PRId64 " elements)",
+                                val->name, numel);
             c->planned[v] = 1;
             c->bytes[v] = b;
         }
@@ -376,8 +378,8 @@ static ingot_status memory_order(const gctx *c, int32_t *out, ig_err *err)
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
     ingot_status st = INGOT_OK;
     sched S = {c, ig__calloc(nv, sizeof(int32_t)), ig__calloc(nn, 1)};
-    int32_t *pos = ig__malloc(sizeof(int32_t) * nn);      /* position in the original order */
-    int32_t *indeg = ig__calloc(nn, sizeof(int32_t));     /* unfinished non-source producers */
+    int32_t *pos = ig__malloc(sizeof(int32_t) * nn);  /* position in the original order */
+    int32_t *indeg = ig__calloc(nn, sizeof(int32_t)); /* unfinished non-source producers */
     uint8_t *src = ig__calloc(nn, 1);
     int32_t *cstart = ig__calloc(nv + 1, sizeof(int32_t)); /* consumers of each value */
     int32_t *clist = NULL, *ready = ig__malloc(sizeof(int32_t) * nn);

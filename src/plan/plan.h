@@ -6,10 +6,12 @@
  *  1. A pure packing core over an abstract problem: buffers {size, first step, last step} (inclusive)
  *     get byte offsets such that two buffers whose step ranges overlap never overlap in bytes. Several
  *     strategies run (greedy by size with best-fit gaps as in TFLite's ArenaPlanner / XLA's heap
- *     simulator, greedy by breadth and by conflict degree, ggml-style online in-order best-fit, a
- *     skyline "fill the lowest valley" packer) and the smallest arena is kept; when it is still above
- *     the lower bound, an iterated greedy re-orders the buffers that stick out above the bound and
- *     packs again. Deterministic: same input, same offsets (seeded; no wall-clock limits).
+ *     simulator, greedy by breadth and by conflict degree, ggml-style online in-order best-fit, and
+ *     skyline packers that fill the lowest free level) and the smallest arena is kept; when that is
+ *     still above the lower bound, a bounded restarted search for a packing at the bound (after
+ *     MiniMalloc) and an iterated greedy that re-places the buffers sticking out above the bound
+ *     take over. Deterministic: same input, same offsets (seeded; work is counted, not timed).
+ *     docs/PLANNER.md describes the strategies, the effort levels and measured results.
  *
  *  2. A graph layer: from an ig_graph with concrete shapes and its execution order, the liveness of
  *     every value, zero-copy aliases (IG_OP_ALIAS ops), in-place reuse (IG_OP_INPLACE ops), per-node
@@ -33,16 +35,16 @@
 /* ================================ packing core ================================================ */
 
 typedef struct ig_pack_buf {
-    uint64_t size;        /* bytes; a buffer of size 0 takes no space (offset 0) */
-    int32_t first, last;  /* inclusive steps it is live at; first <= last */
+    uint64_t size;       /* bytes; a buffer of size 0 takes no space (offset 0) */
+    int32_t first, last; /* inclusive steps it is live at; first <= last */
 } ig_pack_buf;
 
 typedef struct ig_pack_options {
-    uint64_t align;  /* offsets are multiples of this power of two; 0: IG_PLAN_ALIGN_DEFAULT */
+    uint64_t align; /* offsets are multiples of this power of two; 0: IG_PLAN_ALIGN_DEFAULT */
     /* 0: the one-pass strategies only; 1 (default): plus a bounded improvement search when the best
      * one-pass result is above the lower bound; 2: a much longer search (benchmarks, offline builds). */
     int32_t effort;
-    uint64_t seed;   /* for the randomised improvement; 0 picks a fixed default */
+    uint64_t seed; /* for the randomised improvement; 0 picks a fixed default */
 } ig_pack_options;
 
 ig_pack_options ig__pack_options_default(void);
@@ -68,8 +70,8 @@ uint64_t ig__pack_lower_bound(const ig_pack_buf *bufs, int32_t n, uint64_t align
 /* Verify an assignment: offsets aligned, every buffer inside [0, arena), no two buffers with
  * overlapping step ranges overlapping in bytes, arena >= the lower bound. The message names the two
  * buffers and their byte ranges. O(n log n + overlapping pairs). */
-ingot_status ig__pack_check(const ig_pack_buf *bufs, int32_t n, const uint64_t *offsets, uint64_t align,
-                            uint64_t arena, ig_err *err);
+ingot_status ig__pack_check(const ig_pack_buf *bufs, int32_t n, const uint64_t *offsets, uint64_t align, uint64_t arena,
+                            ig_err *err);
 
 /* ================================ graph layer ================================================= */
 
@@ -114,14 +116,14 @@ typedef struct ig_plan_buffer {
 } ig_plan_buffer;
 
 typedef struct ig_plan {
-    uint64_t arena_bytes;     /* size of the one arena (multiple of align) */
-    uint64_t lower_bound;     /* max over steps of live aligned bytes, for the order used */
-    uint64_t no_reuse_bytes;  /* every planned value and scratch its own aligned bytes */
+    uint64_t arena_bytes;    /* size of the one arena (multiple of align) */
+    uint64_t lower_bound;    /* max over steps of live aligned bytes, for the order used */
+    uint64_t no_reuse_bytes; /* every planned value and scratch its own aligned bytes */
     uint64_t align;
-    uint64_t guard;           /* bytes after each buffer no other live buffer touches (options.guard) */
-    const char *strategy;     /* packing strategy that won (static string) */
-    int32_t peak_step;        /* where the live bytes reach lower_bound */
-    int32_t reordered;        /* 1 when `order` is the memory-aware order, 0 when it is g->order */
+    uint64_t guard;       /* bytes after each buffer no other live buffer touches (options.guard) */
+    const char *strategy; /* packing strategy that won (static string) */
+    int32_t peak_step;    /* where the live bytes reach lower_bound */
+    int32_t reordered;    /* 1 when `order` is the memory-aware order, 0 when it is g->order */
     /* both orders, for the report: the memory-aware pair is 0 when reordering was off; its arena
      * alone is 0 when its lower bound already reached the original arena (then it is not packed) */
     uint64_t arena_original, lb_original, arena_reordered, lb_reordered;
@@ -136,8 +138,8 @@ typedef struct ig_plan {
     uint64_t *scratch_bytes;  /* [n_nodes] 0 when the node needs none */
     uint64_t workspace_max;   /* largest per-node scratch */
     int32_t n_buffers;
-    ig_plan_buffer *buffers;  /* [n_buffers] */
-    uint64_t *live;           /* [n_steps] aligned bytes live at each step (the memory curve) */
+    ig_plan_buffer *buffers; /* [n_buffers] */
+    uint64_t *live;          /* [n_steps] aligned bytes live at each step (the memory curve) */
 } ig_plan;
 
 /* Plan g (shapes concrete, g->order set) into *plan. *plan must be zeroed or hold an earlier plan,

@@ -16,7 +16,8 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
                     (int)g->n_values, (int)g->n_nodes);
     uint64_t al = p->align;
     if (!al || (al & (al - 1))) return FAIL("alignment %" PRIu64 " is not a power of two", al);
-    if (p->arena_bytes % al) return FAIL("arena %" PRIu64 " is not a multiple of the alignment %" PRIu64, p->arena_bytes, al);
+    if (p->arena_bytes % al)
+        return FAIL("arena %" PRIu64 " is not a multiple of the alignment %" PRIu64, p->arena_bytes, al);
     ingot_status st = INGOT_OK;
     int32_t ns = p->n_steps;
     size_t nv = (size_t)g->n_values + 1, nn = (size_t)g->n_nodes + 1;
@@ -41,7 +42,8 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
             goto out;
         }
         if (step[id] >= 0 || g->nodes[id].folded) {
-            st = FAIL("node '%s' is %s", ig__node_label(&g->nodes[id]), g->nodes[id].folded ? "folded but scheduled" : "scheduled twice");
+            st = FAIL("node '%s' is %s", ig__node_label(&g->nodes[id]),
+                      g->nodes[id].folded ? "folded but scheduled" : "scheduled twice");
             goto out;
         }
         step[id] = s;
@@ -119,7 +121,8 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
         }
         if (pv->kind == IG_PLAN_OWN) continue;
         if (is_out[v]) {
-            st = FAIL("graph output '%s' is an %s: outputs must own their bytes", name, ig__plan_kind_name((ig_plan_kind)pv->kind));
+            st = FAIL("graph output '%s' is an %s: outputs must own their bytes", name,
+                      ig__plan_kind_name((ig_plan_kind)pv->kind));
             goto out;
         }
         const ig_node *n = &g->nodes[g->values[v].producer];

@@ -13,11 +13,16 @@ static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
     }
     fputc('"', f);
 }
@@ -31,8 +36,10 @@ static void xml_str(FILE *f, const char *s)
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
         default:
-            if (*p < 0x20) fputc(' ', f);
-            else fputc(*p, f);
+            if (*p < 0x20)
+                fputc(' ', f);
+            else
+                fputc(*p, f);
         }
     }
 }
@@ -139,10 +146,14 @@ ingot_status ig__plan_write_json(const ig_graph *g, const ig_plan *p, FILE *f, i
 
 static void fmt_bytes(char *buf, size_t n, uint64_t b)
 {
-    if (b >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (double)(1ull << 30));
-    else if (b >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (double)(1ull << 20));
-    else if (b >= (1ull << 10)) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
-    else snprintf(buf, n, "%" PRIu64 " B", b);
+    if (b >= (1ull << 30))
+        snprintf(buf, n, "%.2f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(buf, n, "%.2f MiB", (double)b / (double)(1ull << 20));
+    else if (b >= (1ull << 10))
+        snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    else
+        snprintf(buf, n, "%" PRIu64 " B", b);
 }
 
 static uint32_t hash_str(const char *s)
@@ -171,14 +182,14 @@ ingot_status ig__plan_write_svg(const ig_graph *g, const ig_plan *p, FILE *f, ig
     fmt_bytes(b3, sizeof b3, p->no_reuse_bytes);
     fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">ingot memory plan: ", x0);
     xml_str(f, g->name && g->name[0] ? g->name : "graph");
-    fprintf(f, "</text>\n<text x=\"%.0f\" y=\"46\">arena %s, lower bound %s (ratio %.3f), no reuse %s; strategy ", x0, b1,
-            b2, p->lower_bound ? (double)p->arena_bytes / (double)p->lower_bound : 1.0, b3);
+    fprintf(f, "</text>\n<text x=\"%.0f\" y=\"46\">arena %s, lower bound %s (ratio %.3f), no reuse %s; strategy ", x0,
+            b1, b2, p->lower_bound ? (double)p->arena_bytes / (double)p->lower_bound : 1.0, b3);
     xml_str(f, p->strategy);
     fprintf(f, ", %s order; %d steps, alignment %" PRIu64 " B. Hover a rectangle for its tensor.</text>\n",
             p->reordered ? "memory-aware" : "original", (int)p->n_steps, p->align);
     /* axes */
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f7f7f7\" stroke=\"#999\"/>\n", x0, y0,
-            x1 - x0, y1 - y0);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f7f7f7\" stroke=\"#999\"/>\n", x0,
+            y0, x1 - x0, y1 - y0);
     for (int k = 0; k <= 5; k++) {
         double by = ymax * k / 5, y = y1 - by * sy;
         fmt_bytes(b1, sizeof b1, (uint64_t)by);
@@ -186,9 +197,11 @@ ingot_status ig__plan_write_svg(const ig_graph *g, const ig_plan *p, FILE *f, ig
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", x0 - 6, y + 4, b1);
     }
     int32_t tick = 1;
-    for (int32_t k = 0; ns / tick > 12 && tick < INT32_MAX / 10; k++) tick = (k % 3 == 1 ? 5 : 2) * (tick / (k % 3 == 1 ? 2 : 1));
+    for (int32_t k = 0; ns / tick > 12 && tick < INT32_MAX / 10; k++)
+        tick = (k % 3 == 1 ? 5 : 2) * (tick / (k % 3 == 1 ? 2 : 1));
     for (int32_t s = 0; s < ns; s += tick)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", x0 + (s + 0.5) * sx, y1 + 16, (int)s);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", x0 + (s + 0.5) * sx, y1 + 16,
+                (int)s);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">step (node in execution order)</text>\n",
             (x0 + x1) / 2, y1 + 34);
     fprintf(f, "<text transform=\"translate(18,%.1f) rotate(-90)\" text-anchor=\"middle\">offset in the arena</text>\n",
@@ -200,10 +213,11 @@ ingot_status ig__plan_write_svg(const ig_graph *g, const ig_plan *p, FILE *f, ig
         double x = x0 + pv->first * sx, w = (pv->last - pv->first + 1) * sx;
         double h = (double)pv->bytes * sy, y = y1 - (double)(pv->offset + pv->bytes) * sy;
         if (h < 0.6) h = 0.6;
-        uint32_t hu = hash_str(producer_op(g, pv->root)) % 360, li = 55 + hash_str(g->values[pv->root].name) % 20;
-        const char *extra = pv->kind == IG_PLAN_ALIAS ? " fill-opacity=\"0.45\" stroke-dasharray=\"3,2\""
+        /* one hue per buffer (a value and everything sharing its bytes look alike) */
+        uint32_t hh = hash_str(g->values[pv->root].name), hu = hh % 360, li = 58 + (hh >> 16) % 16;
+        const char *extra = pv->kind == IG_PLAN_ALIAS     ? " fill-opacity=\"0.45\" stroke-dasharray=\"3,2\""
                             : pv->kind == IG_PLAN_INPLACE ? " fill-opacity=\"0.7\""
-                                                           : "";
+                                                          : "";
         fprintf(f,
                 "<rect class=\"t\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%u,65%%,%u%%)\" "
                 "stroke=\"hsl(%u,50%%,35%%)\" stroke-width=\"0.5\"%s><title>",
@@ -228,15 +242,16 @@ ingot_status ig__plan_write_svg(const ig_graph *g, const ig_plan *p, FILE *f, ig
         double h = (double)pb->bytes * sy, y = y1 - (double)(pb->offset + pb->bytes) * sy;
         if (h < 0.6) h = 0.6;
         fmt_bytes(b1, sizeof b1, pb->bytes);
-        fprintf(f,
-                "<rect class=\"t\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#888\" fill-opacity=\"0.6\" "
-                "stroke=\"#444\" stroke-width=\"0.5\"><title>scratch of ",
-                x0 + pb->first * sx, y, sx, h);
+        fprintf(
+            f,
+            "<rect class=\"t\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#888\" fill-opacity=\"0.6\" "
+            "stroke=\"#444\" stroke-width=\"0.5\"><title>scratch of ",
+            x0 + pb->first * sx, y, sx, h);
         xml_str(f, ig__node_label(&g->nodes[pb->node]));
         fprintf(f, " (");
         xml_str(f, g->nodes[pb->node].op_type);
-        fprintf(f, ")\n%s, %" PRIu64 " bytes at offset %" PRIu64 "\nstep %d</title></rect>\n", b1, pb->bytes, pb->offset,
-                (int)pb->first);
+        fprintf(f, ")\n%s, %" PRIu64 " bytes at offset %" PRIu64 "\nstep %d</title></rect>\n", b1, pb->bytes,
+                pb->offset, (int)pb->first);
     }
     /* live bytes per step (the lower bound is its maximum) */
     if (p->n_steps > 0) {
@@ -257,20 +272,23 @@ ingot_status ig__plan_write_svg(const ig_graph *g, const ig_plan *p, FILE *f, ig
         double xp = x0 + (p->peak_step + 0.5) * sx;
         fprintf(f,
                 "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#d00\" stroke-width=\"1.5\" "
-                "stroke-dasharray=\"5,3\"/>\n<text x=\"%.2f\" y=\"%.1f\" fill=\"#d00\" text-anchor=\"middle\">peak: step %d (",
+                "stroke-dasharray=\"5,3\"/>\n<text x=\"%.2f\" y=\"%.1f\" fill=\"#d00\" text-anchor=\"middle\">peak: "
+                "step %d (",
                 xp, y0, xp, y1, xp, y0 - 8, (int)p->peak_step);
         xml_str(f, ig__node_label(&g->nodes[p->order[p->peak_step]]));
         fprintf(f, "), %s live</text>\n", b1);
     }
-    fprintf(f,
-            "<g transform=\"translate(%.0f,%.0f)\"><rect width=\"12\" height=\"10\" fill=\"hsl(200,65%%,60%%)\"/>"
-            "<text x=\"16\" y=\"9\">own buffer</text><rect x=\"100\" width=\"12\" height=\"10\" fill=\"hsl(200,65%%,60%%)\" "
-            "fill-opacity=\"0.7\"/><text x=\"116\" y=\"9\">in-place</text><rect x=\"190\" width=\"12\" height=\"10\" "
-            "fill=\"hsl(200,65%%,60%%)\" fill-opacity=\"0.45\" stroke=\"#333\" stroke-dasharray=\"3,2\"/><text x=\"206\" "
-            "y=\"9\">alias (no copy)</text><rect x=\"310\" width=\"12\" height=\"10\" fill=\"#888\"/><text x=\"326\" "
-            "y=\"9\">scratch</text><line x1=\"400\" y1=\"5\" x2=\"420\" y2=\"5\" stroke=\"#000\"/><text x=\"424\" "
-            "y=\"9\">live bytes</text></g>\n",
-            x0, H - 22);
+    fprintf(
+        f,
+        "<g transform=\"translate(%.0f,%.0f)\"><rect width=\"12\" height=\"10\" fill=\"hsl(200,65%%,60%%)\"/>"
+        "<text x=\"16\" y=\"9\">own buffer</text><rect x=\"100\" width=\"12\" height=\"10\" "
+        "fill=\"hsl(200,65%%,60%%)\" "
+        "fill-opacity=\"0.7\"/><text x=\"116\" y=\"9\">in-place</text><rect x=\"190\" width=\"12\" height=\"10\" "
+        "fill=\"hsl(200,65%%,60%%)\" fill-opacity=\"0.45\" stroke=\"#333\" stroke-dasharray=\"3,2\"/><text x=\"206\" "
+        "y=\"9\">alias (no copy)</text><rect x=\"310\" width=\"12\" height=\"10\" fill=\"#888\"/><text x=\"326\" "
+        "y=\"9\">scratch</text><line x1=\"400\" y1=\"5\" x2=\"420\" y2=\"5\" stroke=\"#000\"/><text x=\"424\" "
+        "y=\"9\">live bytes</text></g>\n",
+        x0, H - 22);
     fprintf(f, "</svg>\n");
     return finish(f, "SVG", err);
 }
@@ -288,29 +306,34 @@ ingot_status ig__plan_write_trace(const ig_graph *g, const ig_plan *p, FILE *f, 
         ig__free(lane_end);
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory writing the plan trace");
     }
-    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"arena_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64
-               ", \"strategy\": ",
+    fprintf(f,
+            "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"arena_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64
+            ", \"strategy\": ",
             p->arena_bytes, p->lower_bound);
     json_str(f, p->strategy);
     fprintf(f, "},\n\"traceEvents\": [\n");
     fprintf(f, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": ");
     json_str(f, g->name && g->name[0] ? g->name : "ingot plan");
-    fprintf(f, "}},\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"nodes\"}}");
+    fprintf(f,
+            "}},\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"nodes\"}}");
     for (int32_t s = 0; s < p->n_steps; s++) {
         const ig_node *n = &g->nodes[p->order[s]];
         fprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"node\", \"name\": ");
         json_str(f, ig__node_label(n));
-        fprintf(f, ", \"pid\": 1, \"tid\": 1, \"ts\": %" PRId64 ", \"dur\": %" PRId64 ", \"args\": {\"step\": %d, \"op\": ",
-                s * us, us, (int)s);
+        fprintf(
+            f, ", \"pid\": 1, \"tid\": 1, \"ts\": %" PRId64 ", \"dur\": %" PRId64 ", \"args\": {\"step\": %d, \"op\": ",
+            s * us, us, (int)s);
         json_str(f, n->op_type);
         fprintf(f, ", \"scratch_bytes\": %" PRIu64 ", \"live_bytes\": %" PRIu64 "}}", p->scratch_bytes[p->order[s]],
                 p->live[s]);
-        fprintf(f, ",\n{\"ph\": \"C\", \"name\": \"memory\", \"pid\": 1, \"ts\": %" PRId64
-                   ", \"args\": {\"live_bytes\": %" PRIu64 ", \"free_in_arena\": %" PRIu64 "}}",
+        fprintf(f,
+                ",\n{\"ph\": \"C\", \"name\": \"memory\", \"pid\": 1, \"ts\": %" PRId64
+                ", \"args\": {\"live_bytes\": %" PRIu64 ", \"free_in_arena\": %" PRIu64 "}}",
                 s * us, p->live[s], p->arena_bytes > p->live[s] ? p->arena_bytes - p->live[s] : 0);
     }
-    fprintf(f, ",\n{\"ph\": \"C\", \"name\": \"memory\", \"pid\": 1, \"ts\": %" PRId64
-               ", \"args\": {\"live_bytes\": 0, \"free_in_arena\": %" PRIu64 "}}",
+    fprintf(f,
+            ",\n{\"ph\": \"C\", \"name\": \"memory\", \"pid\": 1, \"ts\": %" PRId64
+            ", \"args\": {\"live_bytes\": 0, \"free_in_arena\": %" PRIu64 "}}",
             (int64_t)p->n_steps * us, p->arena_bytes);
     /* tensors on lanes, first fit by first step, so slices in a lane never overlap */
     int32_t n_lanes = 0;
@@ -321,15 +344,17 @@ ingot_status ig__plan_write_trace(const ig_graph *g, const ig_plan *p, FILE *f, 
         while (lane < n_lanes && lane_end[lane] >= pv->first) lane++;
         if (lane == n_lanes) {
             n_lanes++;
-            fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": "
-                       "\"tensors %d\"}}",
+            fprintf(f,
+                    ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": %d, \"args\": {\"name\": "
+                    "\"tensors %d\"}}",
                     (int)(100 + lane), (int)lane);
         }
         lane_end[lane] = pv->last;
         fprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"tensor\", \"name\": ");
         json_str(f, g->values[v].name);
-        fprintf(f, ", \"pid\": 1, \"tid\": %d, \"ts\": %" PRId64 ", \"dur\": %" PRId64 ", \"args\": {\"bytes\": %" PRIu64
-                   ", \"offset\": %" PRIu64 ", \"kind\": \"%s\", \"producer\": ",
+        fprintf(f,
+                ", \"pid\": 1, \"tid\": %d, \"ts\": %" PRId64 ", \"dur\": %" PRId64 ", \"args\": {\"bytes\": %" PRIu64
+                ", \"offset\": %" PRIu64 ", \"kind\": \"%s\", \"producer\": ",
                 (int)(100 + lane), (int64_t)pv->first * us, (int64_t)(pv->last - pv->first + 1) * us, pv->bytes,
                 pv->offset, ig__plan_kind_name((ig_plan_kind)pv->kind));
         json_str(f, producer_label(g, v));

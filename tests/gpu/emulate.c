@@ -360,6 +360,26 @@ static void emulate_gather(const ig_gather_args *a)
         }
 }
 
+static void emulate_dwconv(const ig_dwconv_args *a)
+{
+    for (int64_t n = 0; n < a->n; n++)
+        for (int64_t c = 0; c < a->c; c++)
+            for (int64_t oh = 0; oh < a->oh; oh++)
+                for (int64_t ow = 0; ow < a->ow; ow++) {
+                    double acc = a->b ? ld(a->b, c, a->dtype) : 0;
+                    for (int i = 0; i < a->kh; i++)
+                        for (int j = 0; j < a->kw; j++) {
+                            int64_t ih = oh * a->sh - a->ph + i * a->dh, iw = ow * a->sw - a->pw + j * a->dw;
+                            if (ih < 0 || ih >= a->h || iw < 0 || iw >= a->w) continue;
+                            acc += ld(a->x, n * a->xs[0] + c * a->xs[1] + ih * a->xs[2] + iw * a->xs[3], a->dtype) *
+                                   ld(a->filt, (int64_t)(i * a->kw + j) * a->c + c, a->dtype);
+                        }
+                    if (a->act == IG_ACT_RELU && acc < 0) acc = 0;
+                    if (a->act == IG_ACT_CLIP) acc = fmin(fmax(acc, a->lo), a->hi);
+                    st(a->y, n * a->ys[0] + c * a->ys[1] + oh * a->ys[2] + ow * a->ys[3], a->dtype, acc);
+                }
+}
+
 /* ---- driver ---------------------------------------------------------------------------------------- */
 
 int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy);
@@ -452,6 +472,15 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
             a.idx = P[s->u.gather.idx];
             a.y = P[s->u.gather.y];
             emulate_gather(&a);
+            break;
+        }
+        case IG_ST_DWCONV: {
+            ig_dwconv_args a = s->u.dw.args;
+            a.x = P[s->u.dw.x];
+            a.filt = P[s->u.dw.w];
+            a.b = s->u.dw.b >= 0 ? P[s->u.dw.b] : NULL;
+            a.y = P[s->u.dw.y];
+            emulate_dwconv(&a);
             break;
         }
         case IG_ST_FILL: {

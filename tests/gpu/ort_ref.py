@@ -20,8 +20,17 @@ def main():
     link = os.path.join(out, "model.onnx")
     if os.path.lexists(link):
         os.remove(link)
-    os.symlink(os.path.abspath(path), link)
     m = onnx.load(path, load_external_data=False)
+    # Random-weight models can end in a degenerate output (torchvision's ViT head is zero-initialised,
+    # MobileNetV2's logits are ~1e-9): also check the features feeding the last node.
+    last = next((n for n in reversed(m.graph.node) if m.graph.output[0].name in n.output), None)
+    outs = {o.name for o in m.graph.output}
+    if last is not None and last.input and last.input[0] not in outs:
+        m.graph.output.append(onnx.helper.make_tensor_value_info(last.input[0], onnx.TensorProto.FLOAT, None))
+        onnx.save(m, link)
+        path = link
+    else:
+        os.symlink(os.path.abspath(path), link)
     inits = {i.name for i in m.graph.initializer}
     rng = np.random.default_rng(7)
     feeds = {}
@@ -39,6 +48,7 @@ def main():
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    m = onnx.load(path, load_external_data=False)
     for j, o in enumerate(sess.run(None, feeds)):
         np.save(os.path.join(out, f"output_{j}.npy"), o)
     print(f"{os.path.basename(path)}: batch {batch}, {len(feeds)} inputs, references written to {out}")

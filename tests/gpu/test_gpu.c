@@ -25,6 +25,7 @@
 #include <string.h>
 
 static int n_pass, n_fail;
+static bool graphs_off; /* INGOT_CUDA_GRAPHS=0: the graph checks do not apply */
 
 #define CHECK(cond, ...)                                                                                 \
     do {                                                                                                 \
@@ -203,8 +204,8 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
         cudaMemcpy(back, d_out[1][0], o0.bytes, cudaMemcpyDeviceToHost);
         r = compare(back, h_out, n0);
         ingot_cuda_context_get_stats(c, &st);
-        CHECK(q == INGOT_OK && ce == cudaSuccess && r.maxe <= 1e-6 && st.graph_captured && st.graph_captures == 1 &&
-              st.graph_updates > upd0,
+        CHECK(q == INGOT_OK && ce == cudaSuccess && r.maxe <= 1e-6 &&
+              (graphs_off || (st.graph_captured && st.graph_captures == 1 && st.graph_updates > upd0)),
               "%s %s: new output pointer: max abs diff %.3g, graph captured %d, captures %lld, updates %lld -> %lld%s%s",
               dir, pn, r.maxe, st.graph_captured, (long long)st.graph_captures, (long long)upd0, (long long)st.graph_updates,
               st.graph_fallback[0] ? ", fallback: " : "", st.graph_fallback);
@@ -280,6 +281,8 @@ int main(int argc, char **argv)
         return 0;
     }
     cudaFree(0);
+    const char *g = getenv("INGOT_CUDA_GRAPHS");
+    graphs_off = g && g[0] == '0';
     for (int i = first; i < argc; i++) {
         const char *base = strrchr(argv[i], '/');
         base = base ? base + 1 : argv[i];

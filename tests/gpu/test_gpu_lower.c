@@ -14,11 +14,12 @@
 
 int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy);
 
-static int verbose;
+static int verbose, lower_only;
 
 static const char *kind_name(int k)
 {
-    static const char *n[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention"};
+    static const char *n[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention",
+                              "dwconv"};
     return k >= 0 && k < IG_ST_KIND_COUNT ? n[k] : "?";
 }
 
@@ -96,6 +97,14 @@ static int check_case(const char *dir)
         int counts[IG_ST_KIND_COUNT] = {0};
         for (int32_t i = 0; i < p.n_steps; i++) counts[p.steps[i].kind]++;
         if (verbose) dump(&p);
+        if (lower_only) {
+            printf("PASS %s %s: lowered into %d steps (", dir, prec ? "fp16" : "fp32", (int)p.n_steps);
+            for (int k = 0; k < IG_ST_KIND_COUNT; k++)
+                if (counts[k]) printf(" %s %d", kind_name(k), counts[k]);
+            printf(" ; %lld nodes fused)\n", (long long)p.n_fused);
+            ig__cu_prog_free(&p);
+            continue;
+        }
         void *outs[16] = {0};
         void *inp[16] = {0};
         for (int64_t i = 0; i < n_in; i++) inp[i] = ins[i].data;
@@ -147,6 +156,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) {
             verbose = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--lower-only")) {
+            lower_only = 1;
             continue;
         }
         fails += check_case(argv[i]);

@@ -237,7 +237,7 @@ TEST(plan_random_dags)
         o.inplace = seed % 7 != 0;
         o.effort = (int32_t)(seed % 3 == 1 ? 0 : 1);
         o.guard = seed % 11 == 0 ? 64 : 0; /* canary room: checked by ig__plan_check's packing check */
-        int ok = plan_ok(&b, &o, &p); /* reuses p: the previous plan is freed first */
+        int ok = plan_ok(&b, &o, &p);      /* reuses p: the previous plan is freed first */
         if (!ok) fprintf(stderr, "  seed %llu\n", (unsigned long long)seed);
         reordered += p.reordered;
         for (int32_t v = 0; v < p.n_values; v++) {
@@ -337,11 +337,11 @@ TEST(plan_residual)
     ig_plan p;
     memset(&p, 0, sizeof p);
     ASSERT(plan_ok(&b, &o, &p));
-    ASSERT_EQ(p.values[r].kind, IG_PLAN_INPLACE);  /* y dead after Relu */
-    ASSERT_EQ(p.values[r2].kind, IG_PLAN_OWN);     /* x still read by z */
-    ASSERT_EQ(p.values[z].kind, IG_PLAN_INPLACE);  /* over r (root y); x is input 1 */
+    ASSERT_EQ(p.values[r].kind, IG_PLAN_INPLACE); /* y dead after Relu */
+    ASSERT_EQ(p.values[r2].kind, IG_PLAN_OWN);    /* x still read by z */
+    ASSERT_EQ(p.values[z].kind, IG_PLAN_INPLACE); /* over r (root y); x is input 1 */
     ASSERT_EQ(p.values[z].root, y);
-    ASSERT_EQ(p.values[w].kind, IG_PLAN_OWN);      /* graph outputs own their bytes */
+    ASSERT_EQ(p.values[w].kind, IG_PLAN_OWN); /* graph outputs own their bytes */
     ig__plan_free(&p);
     gb_free(&b);
 }
@@ -356,8 +356,8 @@ TEST(plan_aliases)
     int32_t y = gb_op1(&b, "Reshape", "y", x, MiB);
     int32_t y2 = gb_op1(&b, "Flatten", "y2", y, MiB);
     int32_t big = gb_op1(&b, "Conv", "big", y2, 2 * MiB);
-    int32_t z = gb_op2(&b, "Conv", "z", big, x, MiB); /* keeps x (and its aliases' bytes) alive */
-    int32_t out = gb_op1(&b, "Identity", "out", z, MiB); /* a graph output is never an alias */
+    int32_t z = gb_op2(&b, "Conv", "z", big, x, MiB);        /* keeps x (and its aliases' bytes) alive */
+    int32_t out = gb_op1(&b, "Identity", "out", z, MiB);     /* a graph output is never an alias */
     int32_t diff = gb_op1(&b, "Reshape", "odd", z, MiB / 2); /* sizes differ: cannot alias */
     gb_output(&b, out);
     gb_output(&b, diff);

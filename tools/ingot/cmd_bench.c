@@ -493,7 +493,8 @@ static int bench_gpu(const bench_opts *o)
             for (int64_t k = 0; k < n_prof && k < 25; k++)
                 fprintf(pf, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
                         labels[idx[k]]);
-            const char *kinds[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention"};
+            const char *kinds[] = {"ew", "conv", "dwconv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill",
+                                   "attention"};
             for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
                 double s = 0;
                 int cnt = 0;

@@ -14,24 +14,26 @@
 
 static void plan_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ingot plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE] [--align N]\n"
-            "                  [--workspace BYTES] [--no-reorder] [--effort 0|1|2]\n"
-            "  --batch N          bind every symbolic leading input dim to N (default 1 when symbolic)\n"
-            "  --json             the plan as JSON on stdout (instead of the table)\n"
-            "  --svg FILE         a picture of the arena: x = step, y = offset, a rectangle per tensor\n"
-            "  --trace FILE       Chrome trace / Perfetto JSON: live bytes per step, a slice per node and tensor\n"
-            "  --align N          offset alignment in bytes, a power of two (default 256)\n"
-            "  --workspace BYTES  per-node scratch budget; a node needing more is an error (default: none)\n"
-            "  --no-reorder       keep the model's node order (do not try the memory-aware order)\n"
-            "  --effort E         packing effort: 0 one-pass strategies, 1 default, 2 long search\n");
+    fprintf(f, "usage: ingot plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE] [--align N]\n"
+               "                  [--workspace BYTES] [--no-reorder] [--effort 0|1|2]\n"
+               "  --batch N          bind every symbolic leading input dim to N (default 1 when symbolic)\n"
+               "  --json             the plan as JSON on stdout (instead of the table)\n"
+               "  --svg FILE         a picture of the arena: x = step, y = offset, a rectangle per tensor\n"
+               "  --trace FILE       Chrome trace / Perfetto JSON: live bytes per step, a slice per node and tensor\n"
+               "  --align N          offset alignment in bytes, a power of two (default 256)\n"
+               "  --workspace BYTES  per-node scratch budget; a node needing more is an error (default: none)\n"
+               "  --no-reorder       keep the model's node order (do not try the memory-aware order)\n"
+               "  --effort E         packing effort: 0 one-pass strategies, 1 default, 2 long search\n");
 }
 
 static const char *mib(uint64_t b, char *buf, size_t n)
 {
-    if (b >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (double)(1ull << 20));
-    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
-    else snprintf(buf, n, "%" PRIu64 " B", b);
+    if (b >= (1ull << 20))
+        snprintf(buf, n, "%.2f MiB", (double)b / (double)(1ull << 20));
+    else if (b >= 1024)
+        snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    else
+        snprintf(buf, n, "%" PRIu64 " B", b);
     return buf;
 }
 
@@ -96,8 +98,10 @@ int ig__cmd_plan(int argc, char **argv)
     int64_t batch = 0, align = IG_PLAN_ALIGN_DEFAULT, workspace = 0, effort = 1;
     int json = 0, reorder = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--no-reorder")) reorder = 0;
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--no-reorder"))
+            reorder = 0;
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--batch", argv[++i], 1, &batch)) return 2;
         } else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
@@ -110,8 +114,10 @@ int ig__cmd_plan(int argc, char **argv)
             if (!ig__cli_parse_i64("--workspace", argv[++i], 0, &workspace)) return 2;
         } else if (!strcmp(argv[i], "--effort") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--effort", argv[++i], 0, &effort)) return 2;
-        } else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg = argv[++i];
-        else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace = argv[++i];
+        } else if (!strcmp(argv[i], "--svg") && i + 1 < argc)
+            svg = argv[++i];
+        else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+            trace = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             plan_usage(stdout);
             return 0;
@@ -119,7 +125,8 @@ int ig__cmd_plan(int argc, char **argv)
             fprintf(stderr, "ingot plan: unexpected argument '%s'\n", argv[i]);
             plan_usage(stderr);
             return 2;
-        } else path = argv[i];
+        } else
+            path = argv[i];
     }
     if (!path) {
         plan_usage(stderr);
@@ -201,9 +208,12 @@ int ig__cmd_plan(int argc, char **argv)
     printf("  strategy       %s\n", p.strategy);
     printf("  order          %s (original: arena %s", p.reordered ? "memory-aware" : "original",
            mib(p.arena_original, b1, sizeof b1));
-    if (p.arena_reordered) printf(", memory-aware: arena %s", mib(p.arena_reordered, b2, sizeof b2));
-    else if (p.lb_reordered) printf(", memory-aware: lower bound %s, no better", mib(p.lb_reordered, b2, sizeof b2));
-    else if (reorder) printf(", memory-aware: same order");
+    if (p.arena_reordered)
+        printf(", memory-aware: arena %s", mib(p.arena_reordered, b2, sizeof b2));
+    else if (p.lb_reordered)
+        printf(", memory-aware: lower bound %s, no better", mib(p.lb_reordered, b2, sizeof b2));
+    else if (reorder)
+        printf(", memory-aware: same order");
     printf(")\n");
     if (p.peak_step >= 0)
         printf("  peak           step %d (node '%s'), %s live\n", (int)p.peak_step,

@@ -448,6 +448,124 @@ __global__ void __launch_bounds__(EW_BLOCK, NR > 2 ? 1 : 2) ew_kernel(const ig_e
     }
 }
 
+
+/* ---- the fast path: at most two inputs, loaded first, then ops on two registers --------------------
+ * Most programs are a copy/cast, a binary op, or a binary op and an activation (bias + ReLU/Clip,
+ * masks, residual adds, scaling). Here both loads are issued before any arithmetic (two loads in flight
+ * per thread), indices are 32-bit when the tensors allow, and only two registers exist: far fewer
+ * registers per thread than the general interpreter, so more warps hide the memory latency. */
+
+template <typename I>
+__device__ __forceinline__ void fast_offsets(const ig_ew_args &a, I e, I &o0, I &o1, I &oo)
+{
+    o0 = o1 = oo = 0;
+    I rem = e;
+#pragma unroll
+    for (int d = IG_EW_MAX_RANK - 1; d >= 0; d--) {
+        if (d >= a.rank) continue;
+        I c = d ? rem % (I)a.dims[d] : rem;
+        rem = d ? rem / (I)a.dims[d] : 0;
+        oo += c * (I)a.out_strides[d];
+        o0 += c * (I)a.in_strides[0][d];
+        o1 += c * (I)a.in_strides[1][d];
+    }
+    if (a.in_kind[0] == 1) o0 = e;
+    else if (a.in_kind[0] == 2) o0 = 0;
+    if (a.in_kind[1] == 1) o1 = e;
+    else if (a.in_kind[1] == 2) o1 = 0;
+    if (a.out_contig) oo = e;
+}
+
+template <int V>
+__device__ __forceinline__ void fast_ops(const ig_ew_args &a, int first, float (&r)[2][V])
+{
+    for (int i = first; i < a.n_ops; i++) {
+        const ig_ew_op &op = a.ops[i];
+        float p[V], q[V], s[V], x[V];
+        fetch<float, V, 2>(op.a, r, op.k, p);
+        fetch<float, V, 2>(op.b, r, op.k, q);
+        fetch<float, V, 2>(op.c, r, op.k, s);
+        apply<V>(op.code, p, q, s, op.k, op.k2, x);
+        put<float, V, 2>(op.dst, r, x);
+    }
+}
+
+template <typename I> __global__ void __launch_bounds__(EW_BLOCK) ew_fast_kernel(const ig_ew_args a, int n_loads)
+{
+    const I n = (I)a.n;
+    const I e0 = ((I)blockIdx.x * EW_BLOCK + (I)threadIdx.x) * 8;
+    if (e0 >= n) return;
+    const int last = a.rank - 1;
+    I o0, o1, oo;
+    float r[2][8];
+    if ((I)a.dims[last] % 8 == 0 && e0 + 8 <= n) {
+        fast_offsets<I>(a, e0, o0, o1, oo);
+        for (int i = 0; i < n_loads; i++) {
+            const ig_ew_op &op = a.ops[i];
+            const int k = op.a;
+            const I off = k ? o1 : o0;
+            const int64_t st = a.in_kind[k] == 2 ? 0 : a.in_strides[k][last];
+            float x[8];
+            load_vec<float, 8>(a.in[k], (int64_t)off, st, a.in_dtype[k], x);
+            put<float, 8, 2>(op.dst, r, x);
+        }
+        fast_ops<8>(a, n_loads, r);
+        float res[8];
+        fetch<float, 8, 2>(a.result, r, 0.0, res);
+        store_vec<float, 8>(a.out, (int64_t)oo, a.out_strides[last], a.out_dtype, res);
+        return;
+    }
+    for (int j = 0; j < 8 && e0 + j < n; j++) {
+        fast_offsets<I>(a, e0 + j, o0, o1, oo);
+        float r1[2][1];
+        for (int i = 0; i < n_loads; i++) {
+            const ig_ew_op &op = a.ops[i];
+            float x[1] = {load_one<float>(a.in[op.a], (int64_t)(op.a ? o1 : o0), a.in_dtype[op.a])};
+            put<float, 1, 2>(op.dst, r1, x);
+        }
+        fast_ops<1>(a, n_loads, r1);
+        float res[1];
+        fetch<float, 1, 2>(a.result, r1, 0.0, res);
+        store_one<float>(a.out, (int64_t)oo, a.out_dtype, res[0]);
+    }
+}
+
+/* Number of leading LOAD ops when the program fits the fast kernel, else -1. */
+static int ew_fast_loads(const ig_ew_args *a)
+{
+    if (a->int_math || a->n_in > 2 || a->result >= 2) return -1;
+    int nl = 0;
+    while (nl < a->n_ops && a->ops[nl].code == IG_EW_LOAD) {
+        if (a->ops[nl].a >= 2 || a->ops[nl].dst >= 2) return -1;
+        nl++;
+    }
+    for (int i = nl; i < a->n_ops; i++) {
+        const ig_ew_op *o = &a->ops[i];
+        if (o->code == IG_EW_LOAD || o->dst >= 2) return -1;
+        if ((o->a < IG_REF_K && o->a >= 2) || (o->b < IG_REF_K && o->b >= 2) || (o->c < IG_REF_K && o->c >= 2))
+            return -1;
+    }
+    /* two loads into one register would lose the first */
+    if (nl == 2 && a->ops[0].dst == a->ops[1].dst) return -1;
+    return nl;
+}
+
+/* True when every offset of the launch fits in 32 bits. */
+static bool ew_fits_i32(const ig_ew_args *a)
+{
+    if (a->n >= ((int64_t)1 << 31) - 16) return false;
+    int64_t mo = 0, mi[IG_EW_MAX_IN] = {0};
+    for (int d = 0; d < a->rank; d++) {
+        int64_t span = a->dims[d] - 1;
+        mo += span * (a->out_strides[d] < 0 ? -a->out_strides[d] : a->out_strides[d]);
+        for (int k = 0; k < a->n_in; k++) mi[k] += span * (a->in_strides[k][d] < 0 ? -a->in_strides[k][d] : a->in_strides[k][d]);
+    }
+    if (mo >= ((int64_t)1 << 31) - 16) return false;
+    for (int k = 0; k < a->n_in; k++)
+        if (mi[k] >= ((int64_t)1 << 31) - 16) return false;
+    return true;
+}
+
 /* Programs that touch only r0 and r1 run in a kernel with two registers: far fewer registers per
  * thread, so more warps per SM and more loads in flight (most programs: copies, casts, bias+ReLU, GELU). */
 static bool ew_small(const ig_ew_args *a)
@@ -463,7 +581,7 @@ static bool ew_small(const ig_ew_args *a)
     return true;
 }
 
-static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block)
+static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, int *n_loads)
 {
     int v = a->int_math ? 2 : 8;
     int64_t n_vec = (a->n + v - 1) / v;
@@ -471,7 +589,9 @@ static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block)
     if (blocks < 1) blocks = 1;
     *grid = dim3((unsigned)blocks);
     *block = dim3(EW_BLOCK);
-    if (a->int_math) *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
+    *n_loads = ew_fast_loads(a);
+    if (*n_loads >= 0) *func = ew_fits_i32(a) ? (void *)ew_fast_kernel<int32_t> : (void *)ew_fast_kernel<int64_t>;
+    else if (a->int_math) *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
     else if (ew_small(a)) *func = (void *)ew_kernel<float, 8, 2>;
     else *func = (void *)ew_kernel<float, 8, IG_EW_NREG>;
 }
@@ -481,10 +601,18 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
     if (a->n <= 0) return cudaSuccess;
     void *func;
     dim3 grid, block;
-    ew_config(a, &func, &grid, &block);
-    if (a->int_math) ew_kernel<long long, 2, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
-    else if (ew_small(a)) ew_kernel<float, 8, 2><<<grid, block, 0, s>>>(*a);
-    else ew_kernel<float, 8, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
+    int nl;
+    ew_config(a, &func, &grid, &block, &nl);
+    if (nl >= 0) {
+        if (func == (void *)ew_fast_kernel<int32_t>) ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
+        else ew_fast_kernel<int64_t><<<grid, block, 0, s>>>(*a, nl);
+    } else if (a->int_math) {
+        ew_kernel<long long, 2, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
+    } else if (ew_small(a)) {
+        ew_kernel<float, 8, 2><<<grid, block, 0, s>>>(*a);
+    } else {
+        ew_kernel<float, 8, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
+    }
     return cudaGetLastError();
 }
 
@@ -493,9 +621,15 @@ extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cud
 {
     void *func;
     dim3 grid, block;
-    ew_config(a, &func, &grid, &block);
+    int nl;
+    ew_config(a, &func, &grid, &block, &nl);
+    /* arg_storage holds the argument block, then the fast kernel's load count */
     memcpy(arg_storage, a, sizeof *a);
     arg_ptrs[0] = arg_storage;
+    if (nl >= 0) {
+        memcpy((char *)arg_storage + sizeof *a, &nl, sizeof nl);
+        arg_ptrs[1] = (char *)arg_storage + sizeof *a;
+    }
     params->func = func;
     params->gridDim = grid;
     params->blockDim = block;

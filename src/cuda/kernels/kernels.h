@@ -82,9 +82,10 @@ typedef struct ig_ew_args {
 } ig_ew_args;
 
 cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s);
-/* Run `a` with its (single) kernel node's parameters written to *params (kernel function, grid, block,
- * one by-value argument copied into arg_storage, which must hold sizeof(ig_ew_args)); for patching an
- * instantiated CUDA graph's input/output nodes in place (cudaGraphExecKernelNodeSetParams). */
+/* The kernel node parameters `a` launches with, written to *params (kernel function, grid, block, the
+ * by-value arguments copied into arg_storage, which must hold sizeof(ig_ew_args) + 16 bytes, pointed to
+ * by arg_ptrs[0..1]); for patching an instantiated CUDA graph's input/output copies in place
+ * (cudaGraphExecKernelNodeSetParams). */
 cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cudaKernelNodeParams *params,
                                       void *arg_storage, void **arg_ptrs);
 
@@ -147,6 +148,22 @@ typedef struct ig_pool_args {
     int32_t kh, kw, sh, sw, ph, pw, dh, dw;
 } ig_pool_args;
 cudaError_t ingot_cuda_pool(const ig_pool_args *a, cudaStream_t s);
+
+/* ---- depthwise 2-D convolution (group == channels), bias and activation fused:
+ * y[n,c,oh,ow] = act(sum_{r,s} x[n,c,ih,iw] * w[r][s][c] + b[c]); x and y through strides (NHWC runs
+ * vectorised, 8 channels per thread). */
+enum ig_act { IG_ACT_NONE = 0, IG_ACT_RELU = 1, IG_ACT_CLIP = 2 };
+typedef struct ig_dwconv_args {
+    const void *x, *filt, *b; /* filt [kh][kw][C]; b may be NULL */
+    void *y;
+    int32_t dtype;         /* of x, w, b, y */
+    int32_t act;
+    float lo, hi;          /* IG_ACT_CLIP bounds */
+    int64_t n, c, h, w, oh, ow;
+    int64_t xs[4], ys[4];
+    int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+} ig_dwconv_args;
+cudaError_t ingot_cuda_dwconv(const ig_dwconv_args *a, cudaStream_t s);
 
 /* ---- Gather along one axis: y[o, j, i] = x[o, idx[j], i]; x contiguous [outer, axis_dim, inner] ---- */
 typedef struct ig_gather_args {

@@ -76,6 +76,66 @@ __device__ __forceinline__ void pst(void *p, int64_t i, int dt, float v)
     }
 }
 
+/* Channels-last fp16 with C % 8 == 0: one thread per 8 channels of one output pixel, 16-byte loads. */
+__global__ void pool_nhwc8_kernel(const ig_pool_args a)
+{
+    const int64_t c8n = a.c / 8;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.n * a.oh * a.ow * c8n) return;
+    int64_t r = t;
+    const int64_t c8 = r % c8n; r /= c8n;
+    const int64_t ow = r % a.ow; r /= a.ow;
+    const int64_t oh = r % a.oh;
+    const int64_t n = r / a.oh;
+    float acc[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[j] = a.is_max ? -INFINITY : 0.f;
+    int count = 0;
+    const __half *x = (const __half *)a.x + n * a.xs[0] + c8 * 8;
+    for (int i = 0; i < a.kh; i++) {
+        const int64_t ih = oh * a.sh - a.ph + (int64_t)i * a.dh;
+        for (int j = 0; j < a.kw; j++) {
+            const int64_t iw = ow * a.sw - a.pw + (int64_t)j * a.dw;
+            if (ih >= 0 && ih < a.h && iw >= 0 && iw < a.w) {
+                uint4 u = *(const uint4 *)(x + ih * a.xs[2] + iw * a.xs[3]);
+                const __half2 *h2 = (const __half2 *)&u;
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    float2 f = __half22float2(h2[q]);
+                    if (a.is_max) {
+                        acc[2 * q] = (f.x > acc[2 * q] || f.x != f.x) ? f.x : acc[2 * q];
+                        acc[2 * q + 1] = (f.y > acc[2 * q + 1] || f.y != f.y) ? f.y : acc[2 * q + 1];
+                    } else {
+                        acc[2 * q] += f.x;
+                        acc[2 * q + 1] += f.y;
+                    }
+                }
+                count++;
+            } else if (!a.is_max && a.count_include_pad && ih >= -a.ph && ih < a.h + a.ph && iw >= -a.pw &&
+                       iw < a.w + a.pw) {
+                count++;
+            }
+        }
+    }
+    uint32_t w[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        float o0 = a.is_max ? acc[2 * q] : (count ? acc[2 * q] / count : 0.f);
+        float o1 = a.is_max ? acc[2 * q + 1] : (count ? acc[2 * q + 1] / count : 0.f);
+        __half2 h = __floats2half2_rn(o0, o1);
+        w[q] = *(uint32_t *)&h;
+    }
+    *(uint4 *)((__half *)a.y + n * a.ys[0] + oh * a.ys[2] + ow * a.ys[3] + c8 * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+static bool nhwc8(int32_t dtype, int64_t c, const int64_t *xs, const int64_t *ys, const void *x, const void *y)
+{
+    if (dtype != INGOT_DTYPE_FLOAT16 || c % 8 || xs[1] != 1 || ys[1] != 1) return false;
+    for (int k = 0; k < 4; k++)
+        if (xs[k] % 8 || ys[k] % 8) return false;
+    return ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0;
+}
+
 /* One thread per output element. Threads are numbered so that neighbours write neighbouring bytes:
  * channel fastest when y is channels-last (NHWC), width fastest otherwise. */
 __global__ void pool_kernel(const ig_pool_args a, int channels_last)
@@ -120,6 +180,110 @@ extern "C" cudaError_t ingot_cuda_pool(const ig_pool_args *a, cudaStream_t s)
 {
     const int64_t total = a->n * a->c * a->oh * a->ow;
     if (total <= 0) return cudaSuccess;
+    if (nhwc8(a->dtype, a->c, a->xs, a->ys, a->x, a->y)) {
+        pool_nhwc8_kernel<<<(unsigned)((total / 8 + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a);
+        return cudaGetLastError();
+    }
     pool_kernel<<<(unsigned)((total + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a, a->ys[1] == 1);
+    return cudaGetLastError();
+}
+
+/* ---- depthwise convolution ------------------------------------------------------------------------- */
+
+__device__ __forceinline__ float act_f(const ig_dwconv_args &a, float v)
+{
+    if (a.act == IG_ACT_RELU) return v > 0.f ? v : 0.f;
+    if (a.act == IG_ACT_CLIP) return fminf(fmaxf(v, a.lo), a.hi);
+    return v;
+}
+
+/* Channels-last fp16, C % 8 == 0: a thread computes 8 channels of one output pixel; every load of x
+ * and w is 16 bytes; neighbouring threads take neighbouring channels (coalesced). */
+__global__ void dwconv_nhwc8_kernel(const ig_dwconv_args a)
+{
+    const int64_t c8n = a.c / 8;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.n * a.oh * a.ow * c8n) return;
+    int64_t r = t;
+    const int64_t c8 = r % c8n; r /= c8n;
+    const int64_t ow = r % a.ow; r /= a.ow;
+    const int64_t oh = r % a.oh;
+    const int64_t n = r / a.oh;
+    float acc[8];
+    if (a.b) {
+        uint4 u = *(const uint4 *)((const __half *)a.b + c8 * 8);
+        const __half2 *h2 = (const __half2 *)&u;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            float2 f = __half22float2(h2[q]);
+            acc[2 * q] = f.x;
+            acc[2 * q + 1] = f.y;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[j] = 0.f;
+    }
+    const __half *x = (const __half *)a.x + n * a.xs[0] + c8 * 8;
+    const __half *w = (const __half *)a.filt + c8 * 8;
+    for (int i = 0; i < a.kh; i++) {
+        const int64_t ih = oh * a.sh - a.ph + (int64_t)i * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
+        for (int j = 0; j < a.kw; j++) {
+            const int64_t iw = ow * a.sw - a.pw + (int64_t)j * a.dw;
+            if (iw < 0 || iw >= a.w) continue;
+            uint4 xu = *(const uint4 *)(x + ih * a.xs[2] + iw * a.xs[3]);
+            uint4 wu = *(const uint4 *)(w + (int64_t)(i * a.kw + j) * a.c);
+            const __half2 *xh = (const __half2 *)&xu, *wh = (const __half2 *)&wu;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                float2 xf = __half22float2(xh[q]), wf = __half22float2(wh[q]);
+                acc[2 * q] = fmaf(xf.x, wf.x, acc[2 * q]);
+                acc[2 * q + 1] = fmaf(xf.y, wf.y, acc[2 * q + 1]);
+            }
+        }
+    }
+    uint32_t o[4];
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        __half2 h = __floats2half2_rn(act_f(a, acc[2 * q]), act_f(a, acc[2 * q + 1]));
+        o[q] = *(uint32_t *)&h;
+    }
+    *(uint4 *)((__half *)a.y + n * a.ys[0] + oh * a.ys[2] + ow * a.ys[3] + c8 * 8) = make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+/* Any layout and float type: one thread per output element. */
+__global__ void dwconv_kernel(const ig_dwconv_args a)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.n * a.c * a.oh * a.ow) return;
+    int64_t r = t;
+    const int64_t c = r % a.c; r /= a.c;
+    const int64_t ow = r % a.ow; r /= a.ow;
+    const int64_t oh = r % a.oh;
+    const int64_t n = r / a.oh;
+    float acc = a.b ? pld(a.b, c, a.dtype) : 0.f;
+    for (int i = 0; i < a.kh; i++) {
+        const int64_t ih = oh * a.sh - a.ph + (int64_t)i * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
+        for (int j = 0; j < a.kw; j++) {
+            const int64_t iw = ow * a.sw - a.pw + (int64_t)j * a.dw;
+            if (iw < 0 || iw >= a.w) continue;
+            acc = fmaf(pld(a.x, n * a.xs[0] + c * a.xs[1] + ih * a.xs[2] + iw * a.xs[3], a.dtype),
+                       pld(a.filt, (int64_t)(i * a.kw + j) * a.c + c, a.dtype), acc);
+        }
+    }
+    pst(a.y, n * a.ys[0] + c * a.ys[1] + oh * a.ys[2] + ow * a.ys[3], a.dtype, act_f(a, acc));
+}
+
+extern "C" cudaError_t ingot_cuda_dwconv(const ig_dwconv_args *a, cudaStream_t s)
+{
+    const int64_t total = a->n * a->c * a->oh * a->ow;
+    if (total <= 0) return cudaSuccess;
+    if (nhwc8(a->dtype, a->c, a->xs, a->ys, a->x, a->y) && (uintptr_t)a->filt % 16 == 0 &&
+        (!a->b || (uintptr_t)a->b % 16 == 0)) {
+        dwconv_nhwc8_kernel<<<(unsigned)((total / 8 + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a);
+        return cudaGetLastError();
+    }
+    dwconv_kernel<<<(unsigned)((total + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a);
     return cudaGetLastError();
 }
