@@ -275,6 +275,17 @@ typedef struct ingot_build_options {
 } ingot_build_options;
 
 INGOT_API ingot_build_options ingot_build_options_default(void);
+
+/* Limit the shapes input `name` may take at run time: min[k] <= dim k <= max[k]; opt is the shape
+ * to plan for by default. Runs with a shape outside the range fail with INGOT_ERR_INPUT naming the
+ * input, the axis and the range. Context memory is still sized for the shape actually run. */
+INGOT_API ingot_status ingot_engine_set_input_profile(ingot_engine *e, const char *name, int32_t rank,
+                                                      const int64_t *min, const int64_t *opt, const int64_t *max);
+/* Context memory (activation arena + per-node scratch, planned) needed to run with the model's
+ * currently bound input shapes (ingot_model_set_input_shape / ingot_model_set_batch). */
+INGOT_API ingot_status ingot_engine_memory_size(ingot_engine *e, size_t *bytes);
+/* The same with every input that has a profile at its profile's max: enough for any allowed shape. */
+INGOT_API ingot_status ingot_engine_max_memory_size(ingot_engine *e, size_t *bytes);
 /* Prepare m for execution. The model must outlive the engine. Errors: INGOT_ERR_MODEL_UNSUPPORTED_OP
  * (names node and op), INGOT_ERR_NO_DEVICE (CUDA asked for, none usable), INGOT_ERR_OUT_OF_MEMORY. */
 INGOT_API ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_build_options *opts,
@@ -284,9 +295,20 @@ INGOT_API void ingot_engine_destroy(ingot_engine *e);
 /* ---- context: one engine's memory and state for running it -------------------------------------- */
 typedef struct ingot_context ingot_context;
 
+/* Alignment the context memory handed in through ingot_context_options.memory must have. */
+#define INGOT_MEMORY_ALIGNMENT 64
+
 typedef struct ingot_context_options {
     uint32_t struct_size;   /* sizeof(ingot_context_options) */
-    int debug_canaries;     /* 1: guard bytes around every tensor, poison freed bytes, check each step */
+    int debug_canaries;     /* 1: guard bytes after every tensor, checked after each step, and freed
+                               bytes poisoned, so an overrun is caught at the step where it happens */
+    int memory_reuse;       /* 1 (default): tensors share the arena by lifetime; 0: every tensor its own
+                               bytes (a reference to compare against) */
+    void *memory;           /* caller-owned context memory (NULL: the context allocates its own); must be
+                               INGOT_MEMORY_ALIGNMENT-aligned and hold ingot_engine_memory_size() bytes
+                               for the shapes run. Contexts that never run at the same time may share
+                               one buffer; a run invalidates the outputs of the others. */
+    size_t memory_bytes;
 } ingot_context_options;
 
 INGOT_API ingot_context_options ingot_context_options_default(void);
@@ -298,9 +320,22 @@ INGOT_API void ingot_context_destroy(ingot_context *c);
  * and what was given). When shapes (or the values of inputs that decide shapes) differ from the last
  * run, the context re-plans first. */
 INGOT_API ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs);
-/* Output i of the last run; data belongs to the context and stays valid until the next run or
- * destroy. */
+/* Output i of the last run; data belongs to the context and stays valid until the next run (of
+ * this context, or of another sharing its memory) or destroy. */
 INGOT_API ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_tensor *out);
+
+typedef struct ingot_memory_info {
+    size_t arena_bytes;       /* activations + scratch of the current plan: the context memory */
+    size_t lower_bound_bytes; /* no layout of these tensors can use less */
+    size_t no_reuse_bytes;    /* what one buffer per tensor would take */
+    size_t workspace_bytes;   /* the largest per-node scratch */
+    size_t weights_bytes;     /* weight copies the engine made (the rest are used in place) */
+    size_t io_bytes;          /* input staging */
+    const char *strategy;     /* packing strategy of the plan */
+} ingot_memory_info;
+
+/* Where the context's memory goes, for the plan of the last run. */
+INGOT_API ingot_status ingot_context_memory_info(const ingot_context *c, ingot_memory_info *out);
 
 /* Write a JSON description of the model (inputs, outputs, nodes with shapes and costs, totals) to
  * *out, a NUL-terminated string the caller frees with ingot_free. */

@@ -3,10 +3,11 @@
 #   build (cmake, if needed) -> generate ONNX test data and the export-shaped models into BUILD/tests/
 #   -> unit tests (ctest) -> ONNX conformance (ingot-conformance) -> shape inference vs onnx
 #   (check_shapes.py) -> ResNet-50 FLOPs (check_flops.py) -> whole models vs ONNX Runtime (check_models.py)
+#   -> memory plans and planned-vs-unplanned execution (check_arena.py)
 # and ends with each step's summary line. Exit status 0 only when every step passed.
 #
 #   tests/run_all.sh [BUILD_DIR] [--no-build] [--no-unit] [--only STEP,...] [-j N]
-#   STEP: unit conformance shapes flops models.   BUILD_DIR defaults to build/.
+#   STEP: unit conformance shapes flops models arena.   BUILD_DIR defaults to build/.
 # Needs python3 with onnx==1.23.1, onnxruntime, numpy (scripts/setup.sh installs them).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -90,6 +91,10 @@ if want flops; then
 fi
 if want models; then
   step models python3 "$repo/tests/models/check_models.py" --ingot "$build/ingot" --models "$models"
+fi
+if want arena; then
+  light=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/light'))")
+  step arena python3 "$repo/tests/models/check_arena.py" --ingot "$build/ingot" "$models"/*.onnx "$light"/*.onnx
 fi
 
 echo

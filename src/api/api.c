@@ -361,41 +361,54 @@ ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_b
                         opts->struct_size, sizeof o);
         o = *opts;
     }
-    if (o.backend == INGOT_BACKEND_CUDA || o.backend == INGOT_BACKEND_AUTO) { /* CUDA dispatch: api_cuda.c */
-        ingot_engine *ce = ig__calloc(1, sizeof *ce);
-        if (!ce) return fail(rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
-        *ce = (ingot_engine){.rt = rt, .model = m, .opts = o};
-        ig_err cerr = {0};
-        ingot_status cst = ig__api_cuda_engine_build(ce, &cerr);
-        if (cst == INGOT_OK) {
-            *out = ce;
-            return INGOT_OK;
-        }
-        ig__free(ce);
-        /* AUTO falls back to the CPU when there is no GPU or the GPU cannot run the model */
-        if (o.backend == INGOT_BACKEND_CUDA || (cst != INGOT_ERR_NO_DEVICE && cst != INGOT_ERR_MODEL_UNSUPPORTED_OP))
-            return ig__api_fail(rt, &cerr);
-    }
-    if (o.precision != INGOT_DTYPE_FLOAT)
-        return fail(rt, INGOT_ERR_INVALID_ARG, "the CPU backend computes in float32; precision %s is not available",
-                    ingot_dtype_name(o.precision));
-    for (int32_t k = 0; k < m->g.n_nodes; k++) {
-        const ig_node *n = &m->g.nodes[k];
-        if (n->op < 0 || !ig__op_table[n->op]->cpu)
-            return fail(rt, INGOT_ERR_MODEL_UNSUPPORTED_OP, "node '%s' (%s): no CPU kernel for this op",
-                        ig__node_label(n), n->op_type);
-    }
     ingot_engine *e = ig__calloc(1, sizeof *e);
     if (!e) return fail(rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     e->rt = rt;
     e->model = m;
     e->opts = o;
+    e->profiles = ig__calloc((size_t)m->g.n_inputs + 1, sizeof(ig_profile));
+    if (!e->profiles) {
+        ingot_engine_destroy(e);
+        return fail(rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int32_t i = 0; i < m->g.n_inputs; i++) e->profiles[i].rank = -1;
+    ig_err err = {0};
+    if (o.backend == INGOT_BACKEND_CUDA || o.backend == INGOT_BACKEND_AUTO) { /* CUDA dispatch: api_cuda.c */
+        ingot_status cst = ig__api_cuda_engine_build(e, &err);
+        if (cst == INGOT_OK) {
+            *out = e;
+            return INGOT_OK;
+        }
+        /* AUTO falls back to the CPU when there is no GPU or the GPU cannot run the model */
+        if (o.backend == INGOT_BACKEND_CUDA || (cst != INGOT_ERR_NO_DEVICE && cst != INGOT_ERR_MODEL_UNSUPPORTED_OP)) {
+            ingot_engine_destroy(e);
+            return ig__api_fail(rt, &err);
+        }
+        ig__err_clear(&err);
+    }
+    if (o.precision != INGOT_DTYPE_FLOAT) {
+        ingot_engine_destroy(e);
+        return fail(rt, INGOT_ERR_INVALID_ARG, "the CPU backend computes in float32; precision %s is not available",
+                    ingot_dtype_name(o.precision));
+    }
+    for (int32_t k = 0; k < m->g.n_nodes; k++) {
+        const ig_node *n = &m->g.nodes[k];
+        if (n->op < 0 || !ig__op_table[n->op]->cpu) {
+            ingot_engine_destroy(e);
+            return fail(rt, INGOT_ERR_MODEL_UNSUPPORTED_OP, "node '%s' (%s): no CPU kernel for this op",
+                        ig__node_label(n), n->op_type);
+        }
+    }
     int threads = o.n_threads;
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
     e->pool = ig__pool_create(threads); /* NULL for one thread, or if threads cannot start: serial */
+    if (ig__cpu_weights_make(&e->weights, &m->g, &err) != INGOT_OK) {
+        ingot_engine_destroy(e);
+        return ig__api_fail(rt, &err);
+    }
     *out = e;
     return INGOT_OK;
 }
@@ -405,14 +418,99 @@ void ingot_engine_destroy(ingot_engine *e)
     if (!e) return;
     ig__api_cuda_engine_destroy(e);
     ig__pool_destroy(e->pool);
+    ig__cpu_weights_free(&e->weights);
+    ig__free(e->profiles);
     ig__free(e);
+}
+
+ingot_status ingot_engine_set_input_profile(ingot_engine *e, const char *name, int32_t rank, const int64_t *min,
+                                            const int64_t *opt, const int64_t *max)
+{
+    if (!e) return INGOT_ERR_INVALID_ARG;
+    clear(e->rt);
+    ingot_model *m = e->model;
+    if (!name || !min || !opt || !max)
+        return fail(e->rt, INGOT_ERR_INVALID_ARG, "ingot_engine_set_input_profile: NULL argument");
+    int32_t i = find_input(m, name);
+    if (i < 0) return fail(e->rt, INGOT_ERR_INVALID_ARG, "the model has no input named '%s'", name);
+    const ig_value *v = &m->g.values[m->g.inputs[i]];
+    ig_err err = {0};
+    const int64_t *three[3] = {min, opt, max};
+    for (int j = 0; j < 3; j++)
+        if (check_input_dims(m, v, rank, three[j], &err) != INGOT_OK) {
+            err.status = INGOT_ERR_INVALID_ARG;
+            return ig__api_fail(e->rt, &err);
+        }
+    for (int32_t k = 0; k < rank; k++)
+        if (!(min[k] <= opt[k] && opt[k] <= max[k]))
+            return fail(e->rt, INGOT_ERR_INVALID_ARG,
+                        "profile of input '%s': axis %d needs min <= opt <= max, got %" PRId64 " / %" PRId64
+                        " / %" PRId64, name, (int)k, min[k], opt[k], max[k]);
+    ig_profile *p = &e->profiles[i];
+    p->rank = rank;
+    memcpy(p->min, min, sizeof(int64_t) * (size_t)rank);
+    memcpy(p->opt, opt, sizeof(int64_t) * (size_t)rank);
+    memcpy(p->max, max, sizeof(int64_t) * (size_t)rank);
+    return INGOT_OK;
+}
+
+static ig_plan_options plan_options(const ingot_engine *e, const ingot_context_options *co)
+{
+    ig_plan_options po = ig__plan_options_default();
+    po.workspace_limit = e->opts.workspace_limit;
+    if (co && co->debug_canaries) po.guard = 64;
+    return po;
+}
+
+/* Plan the model's current shapes (inferring first if needed) and report the arena size. */
+static ingot_status plan_size(ingot_engine *e, size_t *bytes, ig_err *err)
+{
+    ingot_model *m = e->model;
+    ingot_status st;
+    if (!m->inferred && (st = model_infer(m, err)) != INGOT_OK) return st;
+    ig_plan plan = {0};
+    ig_plan_options po = plan_options(e, NULL);
+    if ((st = ig__plan_graph(&m->g, &po, &plan, err)) != INGOT_OK) return st;
+    *bytes = ig__cpu_arena_bytes(&m->g, &plan);
+    ig__plan_free(&plan);
+    return INGOT_OK;
+}
+
+ingot_status ingot_engine_memory_size(ingot_engine *e, size_t *bytes)
+{
+    if (!e || !bytes) return INGOT_ERR_INVALID_ARG;
+    clear(e->rt);
+    ig_err err = {0};
+    if (plan_size(e, bytes, &err) != INGOT_OK) return ig__api_fail(e->rt, &err);
+    return INGOT_OK;
+}
+
+ingot_status ingot_engine_max_memory_size(ingot_engine *e, size_t *bytes)
+{
+    if (!e || !bytes) return INGOT_ERR_INVALID_ARG;
+    clear(e->rt);
+    ingot_model *m = e->model;
+    ig_shape *saved = ig__malloc(sizeof(ig_shape) * ((size_t)m->g.n_inputs + 1));
+    if (!saved) return fail(e->rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int32_t i = 0; i < m->g.n_inputs; i++) {
+        ig_value *v = &m->g.values[m->g.inputs[i]];
+        saved[i] = v->shape;
+        if (e->profiles[i].rank >= 0) bind_shape(v, e->profiles[i].rank, e->profiles[i].max);
+    }
+    m->inferred = false;
+    ig_err err = {0};
+    ingot_status st = plan_size(e, bytes, &err);
+    for (int32_t i = 0; i < m->g.n_inputs; i++) m->g.values[m->g.inputs[i]].shape = saved[i];
+    m->inferred = false;
+    ig__free(saved);
+    return st == INGOT_OK ? INGOT_OK : ig__api_fail(e->rt, &err);
 }
 
 /* ---- context ----------------------------------------------------------------------------------- */
 
 ingot_context_options ingot_context_options_default(void)
 {
-    ingot_context_options o = {.struct_size = sizeof o, .debug_canaries = 0};
+    ingot_context_options o = {.struct_size = sizeof o, .debug_canaries = 0, .memory_reuse = 1};
     return o;
 }
 
@@ -428,6 +526,9 @@ ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *
                         opts->struct_size, sizeof o);
         o = *opts;
     }
+    if (o.memory && (uintptr_t)o.memory % INGOT_MEMORY_ALIGNMENT)
+        return fail(e->rt, INGOT_ERR_INVALID_ARG, "context memory at %p is not aligned to %d bytes", o.memory,
+                    INGOT_MEMORY_ALIGNMENT);
     ingot_context *c = ig__calloc(1, sizeof *c);
     if (!c) return fail(e->rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     c->engine = e;
@@ -448,6 +549,7 @@ void ingot_context_destroy(ingot_context *c)
     if (!c) return;
     ig__api_cuda_context_destroy(c);
     ig__cpu_release(&c->exec);
+    ig__plan_free(&c->plan);
     ig__free(c);
 }
 
@@ -460,8 +562,8 @@ static const ingot_tensor *find_given(const ingot_tensor *inputs, int64_t n, con
 
 /* Check the given inputs against the model and bind their shapes (and the values of shape inputs).
  * Sets *changed when the model must be re-inferred. */
-static ingot_status bind_inputs(ingot_model *m, const ingot_tensor *inputs, int64_t n_inputs, bool *changed,
-                                ig_err *err)
+static ingot_status bind_inputs(ingot_model *m, const ig_profile *profiles, const ingot_tensor *inputs,
+                                int64_t n_inputs, bool *changed, ig_err *err)
 {
     ig_graph *g = &m->g;
     char want[256];
@@ -489,6 +591,15 @@ static ingot_status bind_inputs(ingot_model *m, const ingot_tensor *inputs, int6
             break;
         }
         if ((st = check_input_dims(m, v, t->rank, t->dims, err)) != INGOT_OK) break;
+        const ig_profile *pr = &profiles[i];
+        for (int32_t k = 0; pr->rank == t->rank && k < t->rank; k++)
+            if (t->dims[k] < pr->min[k] || t->dims[k] > pr->max[k]) {
+                st = ig__errf(err, INGOT_ERR_INPUT,
+                              "input '%s': axis %d is %" PRId64 ", outside the profile's range [%" PRId64 ", %" PRId64
+                              "]", v->name, (int)k, t->dims[k], pr->min[k], pr->max[k]);
+                break;
+            }
+        if (st != INGOT_OK) break;
         int64_t numel = 1;
         for (int32_t k = 0; k < t->rank; k++) numel *= t->dims[k];
         if ((size_t)numel * ingot_dtype_size(t->dtype) != t->bytes || (!t->data && t->bytes)) {
@@ -540,6 +651,33 @@ static ingot_status bind_inputs(ingot_model *m, const ingot_tensor *inputs, int6
     return st;
 }
 
+/* Plan the arena for the model's current shapes and lay the executor out in it. */
+static ingot_status context_prepare(ingot_context *c, ig_err *err)
+{
+    ingot_engine *e = c->engine;
+    ingot_model *m = e->model;
+    ingot_status st;
+    c->generation = 0;
+    ig__cpu_release(&c->exec);
+    const ig_plan *plan = NULL;
+    if (c->opts.memory_reuse) {
+        ig_plan_options po = plan_options(e, &c->opts);
+        if ((st = ig__plan_graph(&m->g, &po, &c->plan, err)) != INGOT_OK) return st;
+        if (c->opts.debug_canaries && (st = ig__plan_check(&m->g, &c->plan, err)) != INGOT_OK) return st;
+        plan = &c->plan;
+    }
+    size_t need = ig__cpu_arena_bytes(&m->g, plan);
+    if (c->opts.memory && need > c->opts.memory_bytes)
+        return ig__errf(err, INGOT_ERR_INVALID_ARG,
+                        "the context memory handed in holds %zu bytes; these shapes need %zu bytes, aligned to %d",
+                        c->opts.memory_bytes, need, INGOT_MEMORY_ALIGNMENT);
+    if ((st = ig__cpu_prepare(&c->exec, &m->g, plan, &e->weights, c->opts.memory, c->opts.debug_canaries, e->pool,
+                              err)) != INGOT_OK)
+        return st;
+    c->generation = m->generation;
+    return INGOT_OK;
+}
+
 ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs)
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
@@ -549,7 +687,7 @@ ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int
     if (n_inputs > 0 && !inputs) return fail(e->rt, INGOT_ERR_INVALID_ARG, "ingot_context_run: inputs is NULL");
     ig_err err = {0};
     bool changed = !m->inferred;
-    ingot_status st = bind_inputs(m, inputs, n_inputs, &changed, &err);
+    ingot_status st = bind_inputs(m, e->profiles, inputs, n_inputs, &changed, &err);
     if (st != INGOT_OK) return ig__api_fail(e->rt, &err);
     if (changed && (st = model_infer(m, &err)) != INGOT_OK) return ig__api_fail(e->rt, &err);
     if (c->cuda) {
@@ -557,11 +695,8 @@ ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int
         c->generation = m->generation;
         return INGOT_OK;
     }
-    if (c->generation != m->generation) {
-        c->generation = 0;
-        if ((st = ig__cpu_prepare(&c->exec, &m->g, NULL, e->pool, &err)) != INGOT_OK) return ig__api_fail(e->rt, &err);
-        c->generation = m->generation;
-    }
+    if (c->generation != m->generation && (st = context_prepare(c, &err)) != INGOT_OK)
+        return ig__api_fail(e->rt, &err);
     for (int32_t i = 0; i < m->g.n_inputs; i++) {
         const ig_value *v = &m->g.values[m->g.inputs[i]];
         if (v->flags & IG_VAL_CONST) continue; /* a bound shape input: its values are folded in */
@@ -592,10 +727,31 @@ ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_t
     return INGOT_OK;
 }
 
-ingot_status ig__api_bind_infer(ingot_model *m, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err)
+ingot_status ig__api_bind_infer(ingot_engine *e, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err)
 {
+    ingot_model *m = e->model;
     bool changed = !m->inferred;
-    ingot_status st = bind_inputs(m, inputs, n_inputs, &changed, err);
+    ingot_status st = bind_inputs(m, e->profiles, inputs, n_inputs, &changed, err);
     if (st == INGOT_OK && changed) st = model_infer(m, err);
     return st;
+}
+
+ingot_status ingot_context_memory_info(const ingot_context *c, ingot_memory_info *out)
+{
+    if (!c || !out) return INGOT_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    if (!c->generation || c->cuda) return fail(c->engine->rt, INGOT_ERR_INVALID_ARG, "the context has not run on the CPU yet");
+    out->arena_bytes = c->exec.arena_bytes;
+    out->weights_bytes = c->engine->weights.bytes;
+    out->io_bytes = c->exec.inputs_bytes;
+    if (c->exec.plan) {
+        out->lower_bound_bytes = (size_t)c->plan.lower_bound;
+        out->no_reuse_bytes = (size_t)c->plan.no_reuse_bytes;
+        out->workspace_bytes = (size_t)c->plan.workspace_max;
+        out->strategy = c->plan.strategy;
+    } else {
+        out->lower_bound_bytes = out->no_reuse_bytes = c->exec.arena_bytes;
+        out->strategy = "no reuse";
+    }
+    return INGOT_OK;
 }

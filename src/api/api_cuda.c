@@ -141,7 +141,7 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
             if (g->values[g->inputs[i]].flags & IG_VAL_SHAPE_INPUT)
                 return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INPUT,
                                     "the model has inputs whose values decide shapes; run it with ingot_context_run"});
-        ingot_status st = ig__api_bind_infer(m, inputs, n_inputs, &err);
+        ingot_status st = ig__api_bind_infer(c->engine, inputs, n_inputs, &err);
         if (st == INGOT_OK) st = ig__cuda_ctx_select(c->cuda, g, &err);
         if (st != INGOT_OK) return ig__api_fail(c->engine->rt, &err);
     }

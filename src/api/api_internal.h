@@ -25,19 +25,28 @@ struct ingot_model {
     uint64_t generation;    /* bumped at every inference: contexts re-prepare when it moves */
 };
 
+/* Allowed range of one input's dims (ingot_engine_set_input_profile); rank -1 when none was set. */
+typedef struct ig_profile {
+    int32_t rank;
+    int64_t min[INGOT_MAX_RANK], opt[INGOT_MAX_RANK], max[INGOT_MAX_RANK];
+} ig_profile;
+
 struct ingot_engine {
     ingot_runtime *rt;
     ingot_model *model;
     ingot_build_options opts;
     struct ig_pool *pool;
+    ig_cpu_weights weights;      /* the weights account: aligned copies made once at build */
+    ig_profile *profiles;        /* [model inputs] */
     struct ig_cuda_engine *cuda; /* CUDA backend (src/api/api_cuda.c); NULL for the CPU backend */
 };
 
 struct ingot_context {
     ingot_engine *engine;
     ingot_context_options opts;
+    ig_plan plan;           /* the activation arena's layout for the shapes of the last run */
     ig_cpu_exec exec;
-    uint64_t generation;    /* the model generation exec was prepared for; 0: never */
+    uint64_t generation;    /* the model generation plan and exec were made for; 0: never */
     bool failed;
     struct ig_cuda_ctx *cuda; /* CUDA backend state when the engine is a CUDA engine */
 };
@@ -51,7 +60,7 @@ ig_graph *ig__model_graph(ingot_model *m);
 /* ---- CUDA backend glue (src/api/api_cuda.c; stubs returning INGOT_ERR_NO_DEVICE without CUDA) ---- */
 /* Check and bind the given inputs (shapes, shape-input values), re-inferring the model when they
  * changed (what ingot_context_run does first). */
-ingot_status ig__api_bind_infer(ingot_model *m, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err);
+ingot_status ig__api_bind_infer(ingot_engine *e, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err);
 ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err);
 void ig__api_cuda_engine_destroy(ingot_engine *e);
 ingot_status ig__api_cuda_context_create(ingot_context *c, ig_err *err);

@@ -1007,8 +1007,12 @@ static ingot_status group_extend_emit(lower *L, group *G, int32_t anchor_node)
     return ew_finish(L, anchor_node, NULL, &G->e, out, 0);
 }
 
+static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st);
+
 static ingot_status lower_ew(lower *L, int32_t id)
 {
+    ingot_status mst;
+    if (try_mask_softmax(L, id, &mst)) return mst;
     group G;
     memset(&G, 0, sizeof G);
     ew_init(&G.e);
@@ -1796,6 +1800,27 @@ static ingot_status lower_gemm(lower *L, int32_t id)
 
 /* ---- other ops ----------------------------------------------------------------------------------------- */
 
+/* Softmax followed by Where(IsNaN(y), 0, y) (exporters guard fully masked rows so): fold the guard
+ * into the softmax step. */
+static void softmax_nan_fold(lower *L, ig_cu_step *step, int32_t sm_out, int32_t yt)
+{
+    if (L->is_output[sm_out] || n_cons(L, sm_out) != 2) return;
+    int32_t c0 = L->cons[L->cons_off[sm_out]], c1 = L->cons[L->cons_off[sm_out] + 1];
+    for (int sw = 0; sw < 2; sw++) {
+        int32_t isn = sw ? c1 : c0, wh = sw ? c0 : c1;
+        const ig_node *in = node(L, isn), *w = node(L, wh);
+        if (in->op != IG_OP_is_nan || w->op != IG_OP_where || L->done[isn] || L->done[wh]) continue;
+        if (sole_consumer(L, in->outputs[0]) != wh || w->inputs[0] != in->outputs[0] || w->inputs[2] != sm_out) continue;
+        double z;
+        if (!const_scalar(L, w->inputs[1], &z) || z != 0.0) continue;
+        step->u.softmax.args.zero_nan = 1;
+        L->done[isn] = L->done[wh] = true;
+        L->p->n_fused += 2;
+        L->p->val_tensor[w->outputs[0]] = yt;
+        return;
+    }
+}
+
 static ingot_status lower_softmax(lower *L, int32_t id)
 {
     const ig_node *n = node(L, id);
@@ -1832,6 +1857,7 @@ static ingot_status lower_softmax(lower *L, int32_t id)
     a->row_dims[0] = a->row_dims[1] = a->row_dims[2] = 1;
     L->p->val_tensor[n->outputs[0]] = yt;
     L->done[id] = true;
+    softmax_nan_fold(L, s, n->outputs[0], yt);
     return INGOT_OK;
 }
 
@@ -2497,15 +2523,32 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
         s = m->outputs[0];
         c = sole_consumer(L, s);
     }
+    bool scale_only = false;
     if (c >= 0 && node(L, c)->op == IG_OP_add) {
         const ig_node *m = node(L, c);
         int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
         if (m->inputs[0] == m->inputs[1] || !same_shape(L, m->outputs[0], s)) return false;
-        if (!is_const(L, other) && L->p->val_tensor[other] < 0) return false;
-        mask_node = c;
-        mask_v = other;
-        s = m->outputs[0];
-        c = sole_consumer(L, s);
+        if (!is_const(L, other) && L->p->val_tensor[other] < 0) {
+            /* the mask is computed later in the order: fold the scale now, the mask at the Add */
+            if (scale_node < 0) return false;
+            scale_only = true;
+        } else {
+            mask_node = c;
+            mask_v = other;
+            s = m->outputs[0];
+            c = sole_consumer(L, s);
+        }
+    }
+    if (scale_only) {
+        int32_t at0 = get(L, n->inputs[0]), bt0 = get(L, n->inputs[1]);
+        if (at0 < 0 || bt0 < 0 || T(L, at0)->dtype != T(L, bt0)->dtype || !ig__dtype_is_float(T(L, at0)->dtype) ||
+            T(L, at0)->dtype == INGOT_DTYPE_DOUBLE)
+            return false;
+        if ((*st = lower_gemm_common(L, id, at0, bt0, -1, scale, 0.f, true)) != INGOT_OK) return true;
+        L->done[scale_node] = true;
+        L->p->n_fused++;
+        L->p->val_tensor[node(L, scale_node)->outputs[0]] = L->p->val_tensor[n->outputs[0]];
+        return true;
     }
     if (c < 0 || (scale_node < 0 && mask_node < 0)) return false;
     const ig_node *sm = node(L, c);
@@ -2565,7 +2608,71 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
     L->done[c] = true;
     L->p->n_fused++;
     L->p->val_tensor[sm->outputs[0]] = yt;
+    softmax_nan_fold(L, step, sm->outputs[0], yt);
     return true;
+}
+
+/* Add(x, mask) -> Softmax over the last axis, x dense rows (a GEMM's output): the mask goes into the
+ * softmax kernel, so the scores are read once. */
+static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st)
+{
+    *st = INGOT_OK;
+    const ig_node *n = node(L, id);
+    if (n->op != IG_OP_add || n->inputs[0] == n->inputs[1]) return false;
+    int32_t c = sole_consumer(L, n->outputs[0]);
+    if (c < 0 || L->done[c]) return false;
+    const ig_node *sm = node(L, c);
+    if (sm->op != IG_OP_softmax && sm->op != IG_OP_log_softmax) return false;
+    int32_t rank = val(L, n->outputs[0])->shape.rank;
+    int64_t axis = ig__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1);
+    if (rank < 1 || rank > 4 || norm_axis(axis, rank) != rank - 1) return false;
+    for (int side = 0; side < 2; side++) {
+        int32_t xv = n->inputs[side], mv = n->inputs[1 - side];
+        if (is_const(L, xv) || L->p->val_tensor[xv] < 0 || !same_shape(L, xv, n->outputs[0])) continue;
+        int32_t xt = L->p->val_tensor[xv];
+        if (!ig__cu_tensor_contig(T(L, xt))) continue;
+        int32_t mt = get(L, mv);
+        if (mt < 0) continue;
+        int64_t sd[4] = {1, 1, 1, 1}, ms[4] = {0, 0, 0, 0};
+        for (int32_t q = 0; q < rank; q++) sd[4 - rank + q] = val(L, xv)->shape.d[q].n;
+        const ig_cu_tensor *M = T(L, mt);
+        int32_t pad = 4 - M->rank;
+        bool ok = pad >= 0;
+        for (int q = 0; q < 4 && ok; q++) {
+            if (q < pad) continue;
+            int64_t d = M->dims[q - pad];
+            if (d == sd[q]) ms[q] = d == 1 ? 0 : M->strides[q - pad];
+            else if (d != 1) ok = false;
+        }
+        if (!ok) continue;
+        ig_cu_tensor x = *T(L, xt);
+        int32_t yt = new_dense(L, x.dtype, x.rank, x.dims, false);
+        ig_cu_step *step = yt >= 0 ? new_step(L, IG_ST_SOFTMAX, c, NULL) : NULL;
+        if (!step) {
+            *st = oom(L);
+            return true;
+        }
+        step->u.softmax.x = xt;
+        step->u.softmax.y = yt;
+        step->u.softmax.mask = mt;
+        ig_softmax_args *a = &step->u.softmax.args;
+        memset(a, 0, sizeof *a);
+        a->dtype = x.dtype;
+        a->cols = sd[3];
+        a->rows = sd[0] * sd[1] * sd[2];
+        a->inner = 1;
+        a->log = sm->op == IG_OP_log_softmax;
+        a->scale = 1.f;
+        for (int q = 0; q < 3; q++) a->row_dims[q] = sd[q];
+        for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
+        a->mask_dtype = M->dtype;
+        L->done[id] = L->done[c] = true;
+        L->p->n_fused++;
+        L->p->val_tensor[sm->outputs[0]] = yt;
+        softmax_nan_fold(L, step, sm->outputs[0], yt);
+        return true;
+    }
+    return false;
 }
 
 static ingot_status lower_matmul_or_attention(lower *L, int32_t id)

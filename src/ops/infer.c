@@ -203,6 +203,22 @@ static ingot_status try_fold(ig_graph *g, ig_node *n, const ig_op_def *d, const 
     return INGOT_OK;
 }
 
+/* Outputs an op marked constant itself may point at attribute bytes in the file (any alignment):
+ * copy those into the fold arena, 64-byte aligned like every other folded value. */
+static ingot_status align_consts(ig_graph *g, ig_node *n, ig_arena *fa, ig_err *err)
+{
+    for (int32_t j = 0; j < n->n_outputs; j++) {
+        if (n->outputs[j] < 0) continue;
+        ig_value *v = &g->values[n->outputs[j]];
+        if (!v->c.n_bytes || (uintptr_t)v->c.data % FOLD_ALIGN == 0) continue;
+        void *p = fold_alloc(fa, v->c.n_bytes);
+        if (!p) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory folding node '%s'", ig__node_label(n));
+        memcpy(p, v->c.data, v->c.n_bytes);
+        v->c.data = p;
+    }
+    return INGOT_OK;
+}
+
 /* Constant small integer vectors also expose their values as dims, so later shape ops see them
  * uniformly whether they came from a file, a fold or a symbolic chain. */
 static ingot_status attach_const_sym(ig_value *v, ig_arena *fa, ig_err *err)
@@ -291,7 +307,10 @@ ingot_status ig__graph_infer(ig_graph *g, const ig_infer_options *opt, ig_arena 
         bool all_const = n->n_outputs > 0;
         for (int32_t j = 0; j < n->n_outputs; j++)
             if (n->outputs[j] >= 0 && !(g->values[n->outputs[j]].flags & IG_VAL_CONST)) all_const = false;
-        if (all_const) n->folded = true; /* Constant, or an op that folded itself */
+        if (all_const) { /* Constant, or an op that folded itself: keep its data aligned for the kernels */
+            n->folded = true;
+            if ((st = align_consts(g, n, fold_arena, err)) != INGOT_OK) return st;
+        }
         else if ((st = try_fold(g, n, d, opt, fold_arena, err)) != INGOT_OK) return st;
         for (int32_t j = 0; j < n->n_outputs; j++)
             if (n->outputs[j] >= 0 && (st = attach_const_sym(&g->values[n->outputs[j]], fold_arena, err)) != INGOT_OK)

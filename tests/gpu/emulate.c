@@ -268,7 +268,11 @@ static void emulate_softmax(const ig_softmax_args *a)
             double m = -INFINITY, s = 0;
             for (int64_t c = 0; c < a->cols; c++) m = fmax(m, X(c));
             for (int64_t c = 0; c < a->cols; c++) s += exp(X(c) - m);
-            for (int64_t c = 0; c < a->cols; c++) st(a->y, base + c * a->inner, a->dtype, a->log ? X(c) - m - log(s) : exp(X(c) - m) / s);
+            for (int64_t c = 0; c < a->cols; c++) {
+                double r = a->log ? X(c) - m - log(s) : exp(X(c) - m) / s;
+                if (a->zero_nan && r != r) r = 0;
+                st(a->y, base + c * a->inner, a->dtype, r);
+            }
 #undef X
         }
 }

@@ -252,6 +252,32 @@ def case_gemm_variants():
     return g.model([inp], [out_info(["batch", 4])]), {"input": (5, 12)}
 
 
+def case_sdpa_export():
+    """torch.onnx's scaled_dot_product_attention: q*sqrt(s), k^T*sqrt(s), MatMul, a boolean mask turned
+    into 0/-inf by a Where placed after the MatMul, Add, Softmax, Where(IsNaN(p), 0, p), MatMul."""
+    B, S, H, dh = 2, 16, 4, 8
+    D = H * dh
+    g = G()
+    x = "input"  # [B, S, D]
+    q = g.op("Transpose", [batch_reshape(g, g.op("MatMul", [x, g.w(randw(D, D))]), [S, H, dh])], perm=[0, 2, 1, 3])
+    k = g.op("Transpose", [batch_reshape(g, g.op("MatMul", [x, g.w(randw(D, D))]), [S, H, dh])], perm=[0, 2, 1, 3])
+    v = g.op("Transpose", [batch_reshape(g, g.op("MatMul", [x, g.w(randw(D, D))]), [S, H, dh])], perm=[0, 2, 1, 3])
+    sc = g.w(np.array(np.sqrt(1 / np.sqrt(dh)), np.float32))
+    qs = g.op("Mul", [q, sc])
+    kt = g.op("Mul", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), sc])
+    s = g.op("MatMul", [qs, kt])
+    keep = g.op("Greater", [g.op("ReduceSum", [x, g.w(np.array([-1], np.int64))], keepdims=0), g.w(np.array(-1e9, np.float32))])
+    keep = g.op("Unsqueeze", [keep, g.w(np.array([1, 2], np.int64))])  # [B,1,1,S]
+    m = g.op("Where", [keep, g.w(np.array(0.0, np.float32)), g.w(np.array(-np.inf, np.float32))])
+    p = g.op("Softmax", [g.op("Add", [s, m])], axis=-1)
+    p = g.op("Where", [g.op("IsNaN", [p]), g.w(np.array(0.0, np.float32)), p])
+    o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+    batch_reshape(g, o, [S, D])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", S, D])
+    return g.model([inp], [out_info(["batch", S, D])]), {"input": (B, S, D)}
+
+
 def case_unsupported_tile():
     g = G()
     g.op("Tile", ["input", g.w(np.array([1, 2], np.int64))])
@@ -267,6 +293,7 @@ CASES = {
     "vit_block": case_vit_block,
     "misc_ops": case_misc_ops,
     "gemm_variants": case_gemm_variants,
+    "sdpa_export": case_sdpa_export,
     "unsupported_tile": case_unsupported_tile,
 }
 

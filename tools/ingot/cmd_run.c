@@ -17,12 +17,16 @@
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: ingot run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
-               "                 [--threads N]\n"
+               "                 [--threads N] [--debug-memory] [--no-memory-reuse] [--memory]\n"
                "  --input NAME=FILE  input from a .npy or TensorProto .pb file (others: seeded random)\n"
                "  --batch N          bind symbolic leading dims of random inputs to N (default 1)\n"
                "  --seed S           seed of the random inputs (default 0)\n"
                "  --output-dir DIR   write each output as DIR/<name>.npy\n"
-               "  --threads N        CPU threads (default: all cores)\n");
+               "  --threads N        CPU threads (default: all cores)\n"
+               "  --debug-memory     guard bytes after every tensor, checked after each step; dead bytes\n"
+               "                     poisoned (catches a kernel writing out of bounds where it happens)\n"
+               "  --no-memory-reuse  every tensor its own bytes (a reference for the planned arena)\n"
+               "  --memory           print where the context memory goes\n");
 }
 
 /* splitmix64: a small, well-mixed generator so random inputs are the same on every machine */
@@ -126,11 +130,14 @@ int ig__cmd_run(int argc, char **argv)
 {
     const char *path = NULL, *out_dir = NULL;
     int64_t batch = 0, seed = 0, threads = 0;
-    int n_files = 0;
+    int n_files = 0, debug_memory = 0, no_reuse = 0, show_memory = 0;
     char **file_args = calloc((size_t)argc + 1, sizeof(char *));
     if (!file_args) return 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--input") && i + 1 < argc) file_args[n_files++] = argv[++i];
+        else if (!strcmp(argv[i], "--debug-memory")) debug_memory = 1;
+        else if (!strcmp(argv[i], "--no-memory-reuse")) no_reuse = 1;
+        else if (!strcmp(argv[i], "--memory")) show_memory = 1;
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--batch", argv[++i], 1, &batch)) return 2;
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -200,10 +207,22 @@ int ig__cmd_run(int argc, char **argv)
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CPU;
     bo.n_threads = (int)threads;
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK || ingot_context_create(e, NULL, &c) != INGOT_OK ||
+    ingot_context_options co = ingot_context_options_default();
+    co.debug_canaries = debug_memory;
+    co.memory_reuse = !no_reuse;
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK || ingot_context_create(e, &co, &c) != INGOT_OK ||
         ingot_context_run(c, in, n_in) != INGOT_OK) {
         fprintf(stderr, "ingot run: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
         goto out;
+    }
+    if (show_memory) {
+        ingot_memory_info mi;
+        if (ingot_context_memory_info(c, &mi) == INGOT_OK)
+            printf("memory: arena %zu bytes (lower bound %zu, ratio %.4f; no reuse %zu; strategy %s), largest "
+                   "scratch %zu, weight copies %zu, input staging %zu\n",
+                   mi.arena_bytes, mi.lower_bound_bytes,
+                   mi.lower_bound_bytes ? (double)mi.arena_bytes / (double)mi.lower_bound_bytes : 1.0,
+                   mi.no_reuse_bytes, mi.strategy, mi.workspace_bytes, mi.weights_bytes, mi.io_bytes);
     }
     if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "ingot run: cannot create '%s': %s\n", out_dir, strerror(errno));

@@ -105,6 +105,7 @@ typedef struct ig_softmax_args {
     int32_t mask_dtype;
     int64_t row_dims[3];
     int64_t ms[4];
+    int32_t zero_nan;         /* NaN results become 0 (Where(IsNaN(y), 0, y) fused: fully masked rows) */
 } ig_softmax_args;
 cudaError_t ingot_cuda_softmax(const ig_softmax_args *a, cudaStream_t s);
 

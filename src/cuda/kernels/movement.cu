@@ -132,7 +132,7 @@ static bool nhwc8(int32_t dtype, int64_t c, const int64_t *xs, const int64_t *ys
 {
     if (dtype != INGOT_DTYPE_FLOAT16 || c % 8 || xs[1] != 1 || ys[1] != 1) return false;
     for (int k = 0; k < 4; k++)
-        if (xs[k] % 8 || ys[k] % 8) return false;
+        if (k != 1 && (xs[k] % 8 || ys[k] % 8)) return false;
     return ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0;
 }
 

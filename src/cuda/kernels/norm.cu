@@ -73,34 +73,39 @@ __device__ __forceinline__ float scaled(const ig_softmax_args &a, float x, int64
 
 template <int EPL> __global__ void __launch_bounds__(NORM_WARPS * 32) softmax_warp(const ig_softmax_args a)
 {
-    const int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
-    if (row >= a.rows) return;
-    const int64_t base = row * a.cols;
-    const int64_t moff = a.mask ? mask_row(a, row) : 0;
-    float v[EPL];
-    float m = -INFINITY;
+    /* each warp walks rows with a grid stride: a few thousand warps cover millions of short rows */
+    for (int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32; row < a.rows;
+         row += (int64_t)gridDim.x * NORM_WARPS) {
+        const int64_t base = row * a.cols;
+        const int64_t moff = a.mask ? mask_row(a, row) : 0;
+        float v[EPL];
+        float m = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < EPL; i++) {
-        int64_t c = lane + 32 * i;
-        v[i] = c < a.cols ? scaled(a, ld(a.x, base + c, a.dtype), moff, c) : -INFINITY;
-        m = fmaxf(m, v[i]);
-    }
-    m = warp_max(m);
-    float s = 0.f;
+        for (int i = 0; i < EPL; i++) {
+            int64_t c = lane + 32 * i;
+            v[i] = c < a.cols ? scaled(a, ld(a.x, base + c, a.dtype), moff, c) : -INFINITY;
+            m = fmaxf(m, v[i]);
+        }
+        m = warp_max(m);
+        float s = 0.f;
 #pragma unroll
-    for (int i = 0; i < EPL; i++) {
-        int64_t c = lane + 32 * i;
-        float e = c < a.cols ? expf(v[i] - m) : 0.f;
-        s += e;
-        if (!a.log) v[i] = e;
-    }
-    s = warp_sum(s);
-    const float inv = 1.f / s, ls = logf(s);
+        for (int i = 0; i < EPL; i++) {
+            int64_t c = lane + 32 * i;
+            float e = c < a.cols ? expf(v[i] - m) : 0.f;
+            s += e;
+            if (!a.log) v[i] = e;
+        }
+        s = warp_sum(s);
+        const float inv = 1.f / s, ls = logf(s);
 #pragma unroll
-    for (int i = 0; i < EPL; i++) {
-        int64_t c = lane + 32 * i;
-        if (c < a.cols) st(a.y, base + c, a.dtype, a.log ? v[i] - m - ls : v[i] * inv);
+        for (int i = 0; i < EPL; i++) {
+            int64_t c = lane + 32 * i;
+            if (c >= a.cols) continue;
+            float o = a.log ? v[i] - m - ls : v[i] * inv;
+            if (a.zero_nan && o != o) o = 0.f;
+            st(a.y, base + c, a.dtype, o);
+        }
     }
 }
 
@@ -149,7 +154,9 @@ __global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_arg
     const float inv = 1.f / s, ls = logf(s);
     for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) {
         float x = scaled(a, ld(a.x, base + c, a.dtype), moff, c);
-        st(a.y, base + c, a.dtype, a.log ? x - m - ls : expf(x - m) * inv);
+        float o = a.log ? x - m - ls : expf(x - m) * inv;
+        if (a.zero_nan && o != o) o = 0.f;
+        st(a.y, base + c, a.dtype, o);
     }
 }
 
@@ -161,7 +168,9 @@ extern "C" cudaError_t ingot_cuda_softmax(const ig_softmax_args *a, cudaStream_t
         softmax_line<<<(unsigned)((lines + 255) / 256), 256, 0, s>>>(*a);
         return cudaGetLastError();
     }
-    const unsigned blocks = (unsigned)((a->rows + NORM_WARPS - 1) / NORM_WARPS);
+    int64_t nb = (a->rows + NORM_WARPS - 1) / NORM_WARPS;
+    if (nb > 132 * 64) nb = 132 * 64;
+    const unsigned blocks = (unsigned)nb;
     const int64_t epl = (a->cols + 31) / 32;
     if (epl <= 1) softmax_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
     else if (epl <= 2) softmax_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
