@@ -630,7 +630,7 @@ static ingot_status bind_inputs(ingot_model *m, const ig_profile *profiles, cons
             bool same_vals = (v->flags & IG_VAL_CONST) && v->c.n_bytes == t->bytes &&
                              (!t->bytes || !memcmp(v->c.data, t->data, t->bytes));
             if (!same_vals) {
-                void *copy = ig__arena_alloc(&g->arena, t->bytes);
+                void *copy = ig__arena_alloc_aligned(&g->arena, t->bytes, IG_CPU_ALIGN);
                 if (!copy) {
                     st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
                     break;

@@ -105,6 +105,15 @@ void *ig__arena_alloc(ig_arena *a, size_t n)
     return p;
 }
 
+void *ig__arena_alloc_aligned(ig_arena *a, size_t n, size_t align)
+{
+    size_t total;
+    if (!ig__add_size(n, align, &total)) return NULL;
+    unsigned char *p = ig__arena_alloc(a, total);
+    if (!p) return NULL;
+    return p + (align - ((uintptr_t)p % align)) % align;
+}
+
 void *ig__arena_array(ig_arena *a, size_t n, size_t size)
 {
     size_t total;

@@ -79,6 +79,8 @@ void ig__arena_init(ig_arena *a);
 void ig__arena_free(ig_arena *a);
 /* Zeroed memory aligned to 16 bytes; NULL on out of memory. */
 void *ig__arena_alloc(ig_arena *a, size_t n);
+/* Zeroed memory aligned to `align` (a power of two), e.g. 64 for data kernels read. */
+void *ig__arena_alloc_aligned(ig_arena *a, size_t n, size_t align);
 /* n * size, zeroed; NULL on overflow or out of memory. */
 void *ig__arena_array(ig_arena *a, size_t n, size_t size);
 char *ig__arena_strndup(ig_arena *a, const char *s, size_t n);

@@ -416,43 +416,56 @@ static ingot_status ew_finish(lower *L, int32_t node_id, const char *what, const
         }
         a->in_dtype[i] = t->dtype;
     }
-    /* iterate in the output's memory order: axes by decreasing output stride */
-    int32_t perm[IG_MAX_RANK];
-    for (int32_t k = 0; k < r; k++) perm[k] = k;
-    for (int32_t i = 1; i < r; i++)
-        for (int32_t j = i; j > 0; j--) {
-            int32_t x = perm[j - 1], y = perm[j];
-            int64_t sx = dims[x] == 1 ? 0 : ost[x], sy = dims[y] == 1 ? 0 : ost[y];
-            if (sx < sy) {
-                perm[j - 1] = y;
-                perm[j] = x;
-            }
-        }
+    /* iterate in the output's memory order (axes by decreasing output stride); when that leaves an
+     * innermost run too short for vector accesses (an NCHW image written channels-last: runs of 3),
+     * iterate in the first input's order instead (runs of H*W) -- any order is correct */
     int64_t cd[IG_MAX_RANK], co[IG_MAX_RANK], ci[IG_EW_MAX_IN][IG_MAX_RANK];
     int32_t n = 0;
-    for (int32_t q = 0; q < r; q++) {
-        int32_t k = perm[q];
-        if (dims[k] == 1) continue;
-        if (n > 0) { /* merge with the previous dim when every operand steps through both evenly */
-            bool ok = co[n - 1] == ost[k] * dims[k];
-            for (int i = 0; i < e->n_in && ok; i++) ok = ci[i][n - 1] == ist[i][k] * dims[k];
-            if (ok) {
-                cd[n - 1] *= dims[k];
-                co[n - 1] = ost[k];
-                for (int i = 0; i < e->n_in; i++) ci[i][n - 1] = ist[i][k];
-                continue;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const int64_t *key = attempt == 0 || e->n_in == 0 ? ost : ist[0];
+        int32_t perm[IG_MAX_RANK];
+        for (int32_t k = 0; k < r; k++) perm[k] = k;
+        for (int32_t i = 1; i < r; i++)
+            for (int32_t j = i; j > 0; j--) {
+                int32_t x = perm[j - 1], y = perm[j];
+                int64_t sx = dims[x] == 1 ? 0 : key[x], sy = dims[y] == 1 ? 0 : key[y];
+                if (sx < sy) {
+                    perm[j - 1] = y;
+                    perm[j] = x;
+                }
             }
+        n = 0;
+        for (int32_t q = 0; q < r; q++) {
+            int32_t k = perm[q];
+            if (dims[k] == 1) continue;
+            if (n > 0) { /* merge with the previous dim when every operand steps through both evenly */
+                bool ok = co[n - 1] == ost[k] * dims[k];
+                for (int i = 0; i < e->n_in && ok; i++) ok = ci[i][n - 1] == ist[i][k] * dims[k];
+                if (ok) {
+                    cd[n - 1] *= dims[k];
+                    co[n - 1] = ost[k];
+                    for (int i = 0; i < e->n_in; i++) ci[i][n - 1] = ist[i][k];
+                    continue;
+                }
+            }
+            cd[n] = dims[k];
+            co[n] = ost[k];
+            for (int i = 0; i < e->n_in; i++) ci[i][n] = ist[i][k];
+            n++;
         }
-        cd[n] = dims[k];
-        co[n] = ost[k];
-        for (int i = 0; i < e->n_in; i++) ci[i][n] = ist[i][k];
-        n++;
-    }
-    if (n == 0) {
-        cd[0] = 1;
-        co[0] = 1;
-        for (int i = 0; i < e->n_in; i++) ci[i][0] = 0;
-        n = 1;
+        if (n == 0) {
+            cd[0] = 1;
+            co[0] = 1;
+            for (int i = 0; i < e->n_in; i++) ci[i][0] = 0;
+            n = 1;
+        }
+        bool short_run = n > 1 && cd[n - 1] < 8 && e->n_in > 0;
+        if (!short_run || attempt == 1) break;
+        /* keep this order unless the input's order gives a longer innermost run */
+        int64_t best_inner = 1;
+        for (int32_t k = 0; k < r; k++)
+            if (dims[k] > 1 && ist[0][k] == 1 && dims[k] > best_inner) best_inner = dims[k];
+        if (best_inner < 8) break;
     }
     if (n > IG_EW_MAX_RANK) {
         char lbl[160];
@@ -1313,6 +1326,47 @@ static ingot_status lower_conv(lower *L, int32_t id)
     int64_t yd[4] = {x.dims[0], K, yout[0], yout[1]};
     int32_t yt = new_dense(L, x.dtype, 4, yd, want_nhwc);
     if (yt < 0) return oom(L);
+
+    /* 1x1, stride 1, channels-last: a GEMM [N*H*W, C] x [C, K] through cuBLASLt, with bias, residual
+     * (as C, beta 1) and ReLU in its epilogue -- cuBLASLt's kernels beat cuDNN's here at every batch */
+    int32_t zt0 = zv >= 0 ? L->p->val_tensor[zv] : -1;
+    if (want_nhwc && kk[0] == 1 && kk[1] == 1 && st[0] == 1 && st[1] == 1 && pb[0] == 0 && pb[1] == 0 &&
+        pe[0] == 0 && pe[1] == 0 && group_n == 1 && tensor_nhwc(T(L, xt)) && (zt0 < 0 || tensor_nhwc(T(L, zt0)))) {
+        ig_cu_tensor xx = *T(L, xt);
+        int64_t M = yd[0] * yd[2] * yd[3], C = xx.dims[1];
+        int64_t ad[2] = {M, C}, as[2] = {C, 1}, bd2[2] = {C, K}, bs2[2] = {1, C}, dd[2] = {M, K}, ds[2] = {K, 1};
+        ig_cu_gemm g;
+        memset(&g, 0, sizeof g);
+        g.a = new_tensor(L, xx.buf, xx.dtype, 2, ad, as, xx.offset);
+        g.b = new_tensor(L, T(L, wt)->buf, T(L, wt)->dtype, 2, bd2, bs2, 0);
+        g.d = new_tensor(L, T(L, yt)->buf, T(L, yt)->dtype, 2, dd, ds, 0);
+        g.c = zt0 >= 0 ? new_tensor(L, T(L, zt0)->buf, T(L, zt0)->dtype, 2, dd, ds, T(L, zt0)->offset) : -1;
+        if (g.a < 0 || g.b < 0 || g.d < 0 || (zt0 >= 0 && g.c < 0)) return oom(L);
+        g.bias = has_bias ? bt : -1;
+        g.alpha = 1.f;
+        g.beta = zt0 >= 0 ? 1.f : 0.f;
+        g.epi = relu ? IG_EPI_RELU : IG_EPI_NONE;
+        g.m = M;
+        g.n = K;
+        g.k = C;
+        g.batch = 1;
+        g.a_trans = 0;
+        g.lda = C;
+        g.b_trans = 1;
+        g.ldb = C;
+        g.ldc = g.ldd = K;
+        g.scratch = -1;
+        ig_cu_step *gs = new_step(L, IG_ST_GEMM, id, NULL);
+        if (!gs) return oom(L);
+        gs->u.gemm = g;
+        L->done[id] = true;
+        if (bn >= 0) { L->done[bn] = true; L->p->n_fused++; }
+        if (add_node >= 0) { L->done[add_node] = true; L->p->n_fused++; }
+        if (relu_node >= 0) { L->done[relu_node] = true; L->p->n_fused++; }
+        L->p->val_tensor[cur] = yt;
+        return INGOT_OK;
+    }
+
     ig_cu_step *s = new_step(L, IG_ST_CONV, id, NULL);
     if (!s) return oom(L);
     ig_cu_conv *cv = &s->u.conv;

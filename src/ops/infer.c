@@ -109,12 +109,7 @@ static ingot_status reconcile_declared(ig_graph *g, ig_node *n, ig_value *v, ig_
     return INGOT_OK;
 }
 
-static void *fold_alloc(ig_arena *a, size_t n)
-{
-    unsigned char *p = ig__arena_alloc(a, n + FOLD_ALIGN);
-    if (!p) return NULL;
-    return p + (FOLD_ALIGN - ((uintptr_t)p % FOLD_ALIGN)) % FOLD_ALIGN;
-}
+static void *fold_alloc(ig_arena *a, size_t n) { return ig__arena_alloc_aligned(a, n, FOLD_ALIGN); }
 
 static void tensor_from_value(const ig_value *v, ig_tensor *t)
 {

