@@ -113,6 +113,8 @@ int64_t ig__elem_i64(ingot_dtype t, const void *data, int64_t i);
 void ig__elem_set_f64(ingot_dtype t, void *data, int64_t i, double v);
 void ig__elem_set_i64(ingot_dtype t, void *data, int64_t i, int64_t v);
 
+/* The element types ingot stores and computes: float16/32/64, bfloat16, (u)int8..64, bool. */
+bool ig__dtype_supported(int64_t t);
 bool ig__dtype_is_float(ingot_dtype t);   /* float16, bfloat16, float, double */
 bool ig__dtype_is_int(ingot_dtype t);     /* signed or unsigned integers, not bool */
 bool ig__dtype_is_signed(ingot_dtype t);  /* signed ints and floats */

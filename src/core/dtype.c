@@ -25,6 +25,19 @@ const char *ingot_dtype_name(ingot_dtype t)
 
 size_t ingot_dtype_size(ingot_dtype t) { return (unsigned)t < INGOT_DTYPE_COUNT ? dtypes[t].size : 0; }
 
+bool ig__dtype_supported(int64_t t)
+{
+    switch (t) {
+    case INGOT_DTYPE_FLOAT: case INGOT_DTYPE_FLOAT16: case INGOT_DTYPE_BFLOAT16: case INGOT_DTYPE_DOUBLE:
+    case INGOT_DTYPE_INT8: case INGOT_DTYPE_INT16: case INGOT_DTYPE_INT32: case INGOT_DTYPE_INT64:
+    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_UINT16: case INGOT_DTYPE_UINT32: case INGOT_DTYPE_UINT64:
+    case INGOT_DTYPE_BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool ig__dtype_is_float(ingot_dtype t)
 {
     return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16 ||

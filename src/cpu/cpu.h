@@ -45,4 +45,11 @@ int ig__sgemm_force_isa(int isa);
  * paths with small matrices. Returns the previous cap. */
 int64_t ig__sgemm_set_pack_cap(int64_t floats);
 
+/* Copy dst[i * dst_strides] = src[i * src_strides] for every index i of dims (rank <= 2*IG_MAX_RANK,
+ * strides in elements, may be 0 or negative), elements of es bytes; contiguous runs are memcpy'd and
+ * transposes tiled. Threaded over pool. The one data-movement primitive of Transpose, Slice, Expand,
+ * Tile, Pad, DepthToSpace... (src/ops/movement.c). */
+void ig__copy_strided(struct ig_pool *pool, size_t es, int32_t rank, const int64_t *dims, const void *src,
+                      const int64_t *src_strides, void *dst, const int64_t *dst_strides);
+
 #endif /* INGOT_CPU_H */

@@ -121,7 +121,7 @@ static ingot_status parse_type(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m, const
                 if (tf.num == F_TT_ELEM) {
                     int64_t t = (int64_t)(int32_t)tf.u;
                     char tb[32];
-                    if (t != INGOT_DTYPE_UNDEFINED && !ig__onnx_dtype_supported(t))
+                    if (t != INGOT_DTYPE_UNDEFINED && !ig__dtype_supported(t))
                         return ig__pb_errf(&im->pb, INGOT_ERR_MODEL_UNSUPPORTED_OP, NULL,
                                            "tensor '%.200s' is declared with element type %" PRId64
                                            " (%s), which ingot does not support",

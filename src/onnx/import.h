@@ -130,7 +130,6 @@ ingot_status ig__onnx_tensor(ig_onnx_imp *im, ig_pb_msg *m, const char *what, ig
 /* ONNX TensorProto.DataType as text, for messages: "float32", "string", "float8e4m3fn", "type 99". */
 const char *ig__onnx_dtype_name(int64_t t, char *buf, size_t n);
 /* The element types ingot computes with. */
-bool ig__onnx_dtype_supported(int64_t t);
 
 /* ---- files (external.c) ---- */
 /* Map (or read, when !use_mmap) a whole file into blob. what names it in messages ("model file"). */

@@ -28,25 +28,6 @@ const char *ig__onnx_dtype_name(int64_t t, char *buf, size_t n)
     return buf;
 }
 
-bool ig__onnx_dtype_supported(int64_t t)
-{
-    switch (t) {
-    case INGOT_DTYPE_FLOAT:
-    case INGOT_DTYPE_FLOAT16:
-    case INGOT_DTYPE_BFLOAT16:
-    case INGOT_DTYPE_DOUBLE:
-    case INGOT_DTYPE_INT8:
-    case INGOT_DTYPE_INT16:
-    case INGOT_DTYPE_INT32:
-    case INGOT_DTYPE_INT64:
-    case INGOT_DTYPE_UINT8:
-    case INGOT_DTYPE_UINT16:
-    case INGOT_DTYPE_UINT32:
-    case INGOT_DTYPE_UINT64:
-    case INGOT_DTYPE_BOOL: return true;
-    default: return false;
-    }
-}
 
 ingot_status ig__onnx_str(ig_onnx_imp *im, const ig_pb_field *f, const char **out)
 {
@@ -238,7 +219,7 @@ ingot_status ig__onnx_tensor(ig_onnx_imp *im, ig_pb_msg *m, const char *what, ig
 
     if (ts.dtype == INGOT_DTYPE_UNDEFINED)
         return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "%s '%.200s' has no data_type", what, nm);
-    if (!ig__onnx_dtype_supported(ts.dtype))
+    if (!ig__dtype_supported(ts.dtype))
         return ig__pb_errf(c, INGOT_ERR_MODEL_UNSUPPORTED_OP, NULL,
                            "%s '%.200s' has data type %" PRId64 " (%s), which ingot does not support", what, nm,
                            ts.dtype, ig__onnx_dtype_name(ts.dtype, tb, sizeof tb));

@@ -273,6 +273,17 @@ bool ig__in_dims(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count)
     return false;
 }
 
+bool ig__in_vals(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count)
+{
+    if (ig__in_dims(cx, i, out, max, count)) return true;
+    ig_value *v = ig__in(cx, i);
+    if (v && v->shape.rank == 1 && ig__dim_known(v->shape.d[0]) && v->shape.d[0].n == 0) {
+        *count = 0;
+        return true;
+    }
+    return false;
+}
+
 bool ig__in_scalar_f64(ig_infer *cx, int i, double *out)
 {
     ig_value *v = ig__in(cx, i);

@@ -10,6 +10,7 @@
  * the end of an exporter's shape sub-graph still sees the symbolic batch.
  */
 #include "op.h"
+#include "../cpu/cpu.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,11 +19,6 @@
 
 #define CS_MAX_RANK (2 * IG_MAX_RANK)
 
-/* Copy dst[i * dst_strides] = src[i * src_strides] for every index i of dims (rank <= 2*IG_MAX_RANK,
- * strides in elements, may be 0 or negative), elements of es bytes. Threaded over pool.
- * (Shared with shape.c, which declares the same prototype; it belongs in cpu.h.) */
-void ig__copy_strided(struct ig_pool *pool, size_t es, int32_t rank, const int64_t *dims, const void *src,
-                      const int64_t *src_strides, void *dst, const int64_t *dst_strides);
 
 typedef struct cs_job {
     size_t es;
@@ -198,32 +194,12 @@ void ig__copy_strided(struct ig_pool *pool, size_t es, int32_t rank, const int64
 
 /* ==== shared helpers ================================================================================= */
 
-static double zero_flops(const ig_graph *g, const ig_node *n)
-{
-    (void)g;
-    (void)n;
-    return 0;
-}
-
-/* Element values of input i (constant or symbolic), like ig__in_dims, but also knowing that a 1-D
- * input of known length 0 holds no values. */
-static bool in_vals(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count)
-{
-    if (ig__in_dims(cx, i, out, max, count)) return true;
-    ig_value *v = ig__in(cx, i);
-    if (v && v->shape.rank == 1 && ig__dim_known(v->shape.d[0]) && v->shape.d[0].n == 0) {
-        *count = 0;
-        return true;
-    }
-    return false;
-}
-
 /* Small int vector values of input i as int64 when all known (constant or concrete symbolic values). */
 static bool in_known_ints(ig_infer *cx, int i, int64_t *out, int32_t max, int32_t *count)
 {
     ig_dim d[2 * IG_MAX_RANK];
     if (max > 2 * IG_MAX_RANK) max = 2 * IG_MAX_RANK;
-    if (!in_vals(cx, i, d, max, count)) return false;
+    if (!ig__in_vals(cx, i, d, max, count)) return false;
     for (int32_t k = 0; k < *count; k++) {
         if (!ig__dim_known(d[k])) return false;
         out[k] = d[k].n;
@@ -331,7 +307,7 @@ const ig_op_def ig__op_transpose = {
     .max_out = 1,
     .infer = transpose_infer,
     .cpu = transpose_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Concat ========================================================================================= */
@@ -404,7 +380,7 @@ static ingot_status concat_infer(ig_infer *cx)
         int32_t total = 0;
         for (int i = 0; i < n; i++) {
             int32_t c;
-            if (!in_vals(cx, i, vals + total, IG_MAX_SYMVAL - total, &c)) return INGOT_OK;
+            if (!ig__in_vals(cx, i, vals + total, IG_MAX_SYMVAL - total, &c)) return INGOT_OK;
             total += c;
         }
         st = ig__set_out_sym(cx, 0, vals, total);
@@ -468,7 +444,7 @@ const ig_op_def ig__op_concat = {
     .max_out = 1,
     .infer = concat_infer,
     .cpu = concat_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Split ========================================================================================== */
@@ -488,7 +464,7 @@ static int32_t split_sizes(ig_infer *cx, int64_t *sizes, int32_t max)
     if (!ig__in(cx, 1)) return 0;
     ig_dim d[64];
     int32_t n;
-    if (!in_vals(cx, 1, d, max < 64 ? max : 64, &n)) return -1;
+    if (!ig__in_vals(cx, 1, d, max < 64 ? max : 64, &n)) return -1;
     for (int32_t k = 0; k < n; k++) {
         if (!ig__dim_known(d[k])) return -1;
         sizes[k] = d[k].n;
@@ -559,7 +535,7 @@ static ingot_status split_infer(ig_infer *cx)
     }
     ig_dim vals[IG_MAX_SYMVAL];
     int32_t nv = 0;
-    bool have_vals = x->shape.rank == 1 && ig__dtype_is_int(x->dtype) && in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv);
+    bool have_vals = x->shape.rank == 1 && ig__dtype_is_int(x->dtype) && ig__in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv);
     int64_t off = 0;
     for (int k = 0; k < n_out; k++) {
         ig_shape s = x->shape;
@@ -630,7 +606,7 @@ const ig_op_def ig__op_split = {
     .shape_inputs = 1u << 1,
     .infer = split_infer,
     .cpu = split_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Slice ========================================================================================== */
@@ -741,8 +717,8 @@ static ingot_status slice_read_args(ig_infer *cx, int32_t rank, slice_args *sa)
     if (!ig__in(cx, 1) || !ig__in(cx, 2)) return ig__fail_shape(cx, "inputs 'starts' and 'ends' are required");
     for (int i = 1; i <= 4; i++) IG_TRY(st, ig__check_dtype(cx, i, IDX_TYPES), out);
     int32_t ns = 0, ne = 0, na = 0, nst = 0;
-    bool ks = in_vals(cx, 1, sa->starts, IG_MAX_RANK, &ns);
-    bool ke = in_vals(cx, 2, sa->ends, IG_MAX_RANK, &ne);
+    bool ks = ig__in_vals(cx, 1, sa->starts, IG_MAX_RANK, &ns);
+    bool ke = ig__in_vals(cx, 2, sa->ends, IG_MAX_RANK, &ne);
     bool ka = !ig__in(cx, 3) || in_known_ints(cx, 3, sa->axes, IG_MAX_RANK, &na);
     bool kst = !ig__in(cx, 4) || in_known_ints(cx, 4, sa->steps, IG_MAX_RANK, &nst);
     if (ig__in(cx, 3)) {
@@ -813,7 +789,7 @@ static ingot_status slice_infer(ig_infer *cx)
     if (r == 1 && ig__dtype_is_int(x->dtype) && ig__dim_known(s.d[0])) {
         ig_dim vals[IG_MAX_SYMVAL], res[IG_MAX_SYMVAL];
         int32_t nv;
-        if (in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) && ig__dim_known(x->shape.d[0]) && nv == x->shape.d[0].n) {
+        if (ig__in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) && ig__dim_known(x->shape.d[0]) && nv == x->shape.d[0].n) {
             int64_t start = 0, step = 1;
             for (int32_t k = 0; k < sa.n; k++) start = starts_c[k], step = sa.steps[k];
             for (int64_t i = 0; i < s.d[0].n; i++) res[i] = vals[start + i * step];
@@ -890,7 +866,7 @@ const ig_op_def ig__op_slice = {
     .shape_inputs = (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4),
     .infer = slice_infer,
     .cpu = slice_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Gather ========================================================================================= */
@@ -927,7 +903,7 @@ static ingot_status gather_infer(ig_infer *cx)
     ig_dim vals[IG_MAX_SYMVAL], res[IG_MAX_SYMVAL];
     int32_t nv;
     if (r == 1 && q <= 1 && idx_known && ig__dim_known(d) && ig__dtype_is_int(x->dtype) &&
-        in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) && nv == d.n) {
+        ig__in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) && nv == d.n) {
         for (int32_t k = 0; k < ni; k++) res[k] = vals[idx[k] < 0 ? idx[k] + nv : idx[k]];
         st = ig__set_out_sym(cx, 0, res, ni);
     }
@@ -1015,7 +991,7 @@ const ig_op_def ig__op_gather = {
     .max_out = 1,
     .infer = gather_infer,
     .cpu = gather_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== GatherElements ================================================================================= */
@@ -1115,7 +1091,7 @@ const ig_op_def ig__op_gather_elements = {
     .max_out = 1,
     .infer = gather_elements_infer,
     .cpu = gather_elements_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Pad ============================================================================================ */
@@ -1394,5 +1370,5 @@ const ig_op_def ig__op_pad = {
     .shape_inputs = (1u << 1) | (1u << 3),
     .infer = pad_infer,
     .cpu = pad_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };

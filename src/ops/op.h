@@ -150,6 +150,8 @@ bool ig__in_known(ig_infer *cx, int i);
 ingot_status ig__in_ints(ig_infer *cx, int i, int64_t *out, int64_t max, int64_t *count);
 /* Input i's values as dims (possibly symbolic): true when every element is known or symbolic. */
 bool ig__in_dims(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count);
+/* Like ig__in_dims, but a 1-D input of known length 0 also counts (no values). */
+bool ig__in_vals(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count);
 /* Input i's single value as double when constant (e.g. ConstantOfShape value, Clip min). */
 bool ig__in_scalar_f64(ig_infer *cx, int i, double *out);
 

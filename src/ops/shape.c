@@ -8,36 +8,14 @@
  * dims. Reshape infers -1 by cancelling symbols: [batch,seq,768] to [batch,-1,12,64] gives seq.
  */
 #include "op.h"
+#include "../cpu/cpu.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
-/* defined in movement.c (belongs in cpu.h): copy a strided view, strides in elements */
-void ig__copy_strided(struct ig_pool *pool, size_t es, int32_t rank, const int64_t *dims, const void *src,
-                      const int64_t *src_strides, void *dst, const int64_t *dst_strides);
 
 /* ==== shared helpers ================================================================================= */
-
-static double zero_flops(const ig_graph *g, const ig_node *n)
-{
-    (void)g;
-    (void)n;
-    return 0;
-}
-
-/* Element values of input i (constant or symbolic), like ig__in_dims, but also knowing that a 1-D
- * input of known length 0 holds no values. */
-static bool in_vals(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count)
-{
-    if (ig__in_dims(cx, i, out, max, count)) return true;
-    ig_value *v = ig__in(cx, i);
-    if (v && v->shape.rank == 1 && ig__dim_known(v->shape.d[0]) && v->shape.d[0].n == 0) {
-        *count = 0;
-        return true;
-    }
-    return false;
-}
 
 static ingot_status set_unknown_rank(ig_infer *cx, int out, ingot_dtype t)
 {
@@ -73,7 +51,7 @@ static ingot_status pass_vals(ig_infer *cx, const ig_shape *out_shape)
     if (out_shape->rank > 1 || !ig__dtype_is_int(x->dtype) || !ig__shape_numel(out_shape, &n)) return INGOT_OK;
     ig_dim vals[IG_MAX_SYMVAL];
     int32_t nv;
-    if (!in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) || nv != n || nv == 0) return INGOT_OK;
+    if (!ig__in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) || nv != n || nv == 0) return INGOT_OK;
     return ig__set_out_sym(cx, 0, vals, nv);
 }
 
@@ -265,7 +243,7 @@ const ig_op_def ig__op_constant = {
     .max_out = 1,
     .infer = constant_infer,
     .cpu = constant_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== ConstantOfShape ================================================================================ */
@@ -300,7 +278,7 @@ static ingot_status constant_of_shape_infer(ig_infer *cx)
     ig_dim dims[IG_MAX_RANK];
     int32_t n;
     ig_shape s;
-    if (in_vals(cx, 0, dims, IG_MAX_RANK, &n)) {
+    if (ig__in_vals(cx, 0, dims, IG_MAX_RANK, &n)) {
         s.rank = n;
         for (int32_t a = 0; a < n; a++) {
             if (ig__dim_known(dims[a]) && dims[a].n < 0)
@@ -356,7 +334,7 @@ const ig_op_def ig__op_constant_of_shape = {
     .shape_inputs = 1u << 0,
     .infer = constant_of_shape_infer,
     .cpu = constant_of_shape_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Shape ========================================================================================== */
@@ -434,7 +412,7 @@ const ig_op_def ig__op_shape = {
     .max_out = 1,
     .infer = shape_infer,
     .cpu = shape_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Range ========================================================================================== */
@@ -489,7 +467,7 @@ static ingot_status range_infer(ig_infer *cx)
     if (isint) {
         for (int i = 0; i < 3; i++) {
             int32_t c;
-            known[i] = in_vals(cx, i, &d[i], 1, &c) && c == 1;
+            known[i] = ig__in_vals(cx, i, &d[i], 1, &c) && c == 1;
         }
         if (known[0] && known[1] && known[2] && ig__dim_known(d[0]) && ig__dim_known(d[1]) && ig__dim_known(d[2])) {
             if (!range_count_i(d[0].n, d[1].n, d[2].n, &n))
@@ -557,7 +535,7 @@ const ig_op_def ig__op_range = {
     .shape_inputs = 7u,
     .infer = range_infer,
     .cpu = range_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Expand ========================================================================================= */
@@ -571,7 +549,7 @@ static ingot_status expand_infer(ig_infer *cx)
     ig_dim dims[IG_MAX_RANK];
     int32_t n;
     ig_shape target, s;
-    if (in_vals(cx, 1, dims, IG_MAX_RANK, &n)) {
+    if (ig__in_vals(cx, 1, dims, IG_MAX_RANK, &n)) {
         target.rank = n;
         for (int32_t a = 0; a < n; a++) {
             if (ig__dim_known(dims[a]) && dims[a].n < 0)
@@ -588,7 +566,7 @@ static ingot_status expand_infer(ig_infer *cx)
     ig_dim vals[IG_MAX_SYMVAL];
     int32_t nv;
     if (s.rank == 1 && ig__dtype_is_int(x->dtype) && ig__shape_numel(&s, &numel) && numel <= IG_MAX_SYMVAL &&
-        in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) && (nv == 1 || nv == numel) && numel > 0) {
+        ig__in_vals(cx, 0, vals, IG_MAX_SYMVAL, &nv) && (nv == 1 || nv == numel) && numel > 0) {
         ig_dim res[IG_MAX_SYMVAL];
         for (int64_t k = 0; k < numel; k++) res[k] = vals[nv == 1 ? 0 : k];
         st = ig__set_out_sym(cx, 0, res, (int32_t)numel);
@@ -626,7 +604,7 @@ const ig_op_def ig__op_expand = {
     .shape_inputs = 1u << 1,
     .infer = expand_infer,
     .cpu = expand_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Tile =========================================================================================== */
@@ -639,7 +617,7 @@ static ingot_status tile_infer(ig_infer *cx)
     IG_TRY(st, ig__check_dtype(cx, 1, IG_T(INT64)), out);
     ig_dim reps[IG_MAX_RANK];
     int32_t n;
-    bool known = in_vals(cx, 1, reps, IG_MAX_RANK, &n);
+    bool known = ig__in_vals(cx, 1, reps, IG_MAX_RANK, &n);
     if (x->shape.rank < 0) return set_unknown_rank(cx, 0, x->dtype);
     ig_shape s = x->shape;
     if (known) {
@@ -695,7 +673,7 @@ const ig_op_def ig__op_tile = {
     .shape_inputs = 1u << 1,
     .infer = tile_infer,
     .cpu = tile_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Reshape ======================================================================================== */
@@ -711,7 +689,7 @@ static ingot_status reshape_infer(ig_infer *cx)
     ig_dim tv[IG_MAX_RANK];
     int32_t n;
     ig_shape s;
-    if (!in_vals(cx, 1, tv, IG_MAX_RANK, &n)) {
+    if (!ig__in_vals(cx, 1, tv, IG_MAX_RANK, &n)) {
         IG_TRY(st, shape_operand_unknown(cx, 1, &s), out);
         return ig__set_out(cx, 0, x->dtype, &s);
     }
@@ -787,7 +765,7 @@ const ig_op_def ig__op_reshape = {
     .flags = IG_OP_ALIAS,
     .infer = reshape_infer,
     .cpu = alias_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Flatten ======================================================================================== */
@@ -829,7 +807,7 @@ const ig_op_def ig__op_flatten = {
     .flags = IG_OP_ALIAS,
     .infer = flatten_infer,
     .cpu = alias_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 /* ==== Squeeze / Unsqueeze ============================================================================ */
@@ -926,7 +904,7 @@ const ig_op_def ig__op_squeeze = {
     .flags = IG_OP_ALIAS,
     .infer = squeeze_infer,
     .cpu = alias_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };
 
 static ingot_status unsqueeze_infer(ig_infer *cx)
@@ -974,5 +952,5 @@ const ig_op_def ig__op_unsqueeze = {
     .flags = IG_OP_ALIAS,
     .infer = unsqueeze_infer,
     .cpu = alias_cpu,
-    .flops = zero_flops,
+    .flops = ig__flops_none,
 };

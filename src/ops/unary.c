@@ -785,25 +785,7 @@ const ig_op_def ig__op_dropout = {.name = "Dropout",
 /* ---------------------------------------------------------------------------------------------- */
 /* Cast                                                                                             */
 
-static bool cast_dtype_ok(int64_t t)
-{
-    switch (t) {
-    case INGOT_DTYPE_FLOAT:
-    case INGOT_DTYPE_FLOAT16:
-    case INGOT_DTYPE_BFLOAT16:
-    case INGOT_DTYPE_DOUBLE:
-    case INGOT_DTYPE_INT8:
-    case INGOT_DTYPE_INT16:
-    case INGOT_DTYPE_INT32:
-    case INGOT_DTYPE_INT64:
-    case INGOT_DTYPE_UINT8:
-    case INGOT_DTYPE_UINT16:
-    case INGOT_DTYPE_UINT32:
-    case INGOT_DTYPE_UINT64:
-    case INGOT_DTYPE_BOOL: return true;
-    default: return false;
-    }
-}
+static bool cast_dtype_ok(int64_t t) { return ig__dtype_supported(t); }
 
 /* TensorProto.DataType names, for the opset-1 string form of "to" and for messages. */
 static const char *const onnx_type_names[] = {
