@@ -55,23 +55,23 @@ INGOT_API ingot_status ingot_cuda_context_output_info(const ingot_context *c, in
 INGOT_API ingot_status ingot_cuda_context_set_graphs(ingot_context *c, int enabled);
 
 typedef struct ingot_cuda_stats {
-    uint32_t struct_size;          /* sizeof(ingot_cuda_stats), set by the caller */
-    size_t weights_bytes;          /* the engine's one allocation */
-    size_t arena_bytes;            /* the context's one allocation: activations + workspaces (+ constants) */
-    size_t workspace_bytes;        /* largest per-step library workspace planned inside the arena */
+    uint32_t struct_size;                /* sizeof(ingot_cuda_stats), set by the caller */
+    size_t weights_bytes;                /* the engine's one allocation */
+    size_t arena_bytes;                  /* the context's one allocation: activations + workspaces (+ constants) */
+    size_t workspace_bytes;              /* largest per-step library workspace planned inside the arena */
     size_t activation_lower_bound_bytes; /* max over steps of live bytes: no packing can use less */
-    size_t no_reuse_bytes;         /* every buffer its own bytes */
-    size_t constant_bytes;         /* shape-dependent constants kept in the arena */
-    int64_t n_steps;               /* kernels and library calls per inference */
-    int64_t n_nodes_fused;         /* graph nodes absorbed into other steps */
-    int64_t n_instances;           /* input shapes prepared */
+    size_t no_reuse_bytes;               /* every buffer its own bytes */
+    size_t constant_bytes;               /* shape-dependent constants kept in the arena */
+    int64_t n_steps;                     /* kernels and library calls per inference */
+    int64_t n_nodes_fused;               /* graph nodes absorbed into other steps */
+    int64_t n_instances;                 /* input shapes prepared */
     int32_t graph_enabled;
-    int32_t graph_captured;        /* the current shape replays a CUDA Graph */
-    int64_t graph_updates;         /* kernel-node updates made for new input/output pointers */
-    int64_t graph_captures;        /* graphs captured and instantiated */
-    char graph_fallback[256];      /* why the current shape runs without a graph ("" when it does not) */
-    double prepare_ms;             /* preparing the current shape: lowering, plan, tuning */
-    double tune_ms;                /* of which timing cuDNN/cuBLASLt algorithms */
+    int32_t graph_captured;   /* the current shape replays a CUDA Graph */
+    int64_t graph_updates;    /* kernel-node updates made for new input/output pointers */
+    int64_t graph_captures;   /* graphs captured and instantiated */
+    char graph_fallback[256]; /* why the current shape runs without a graph ("" when it does not) */
+    double prepare_ms;        /* preparing the current shape: lowering, plan, tuning */
+    double tune_ms;           /* of which timing cuDNN/cuBLASLt algorithms */
 } ingot_cuda_stats;
 
 INGOT_API ingot_status ingot_cuda_context_get_stats(const ingot_context *c, ingot_cuda_stats *out);
@@ -83,8 +83,8 @@ INGOT_API void ingot_cuda_alloc_counts(uint64_t *n_malloc, uint64_t *n_free, uin
 /* Run the steps once on `stream` with an event between each, synchronise, and report up to max steps:
  * labels[k] "kind  'node' (Op)" and ms[k]. Returns the number of steps reported, -1 on error. */
 INGOT_API int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
-                                             ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream,
-                                             int64_t max, char (*labels)[96], double *ms);
+                                             ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream, int64_t max,
+                                             char (*labels)[96], double *ms);
 
 #ifdef __cplusplus
 }

@@ -52,7 +52,8 @@ done
 
 {
     echo "date: $(date -u +%FT%TZ)"
-    echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' plus uncommitted work')"
+    # the device machine gets a copy of the tree without .git: the caller may pass INGOT_COMMIT
+    echo "commit: ${INGOT_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
     nvcc --version 2>&1 | tail -1
     python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1

@@ -21,7 +21,8 @@ ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err)
         return ig__errf(err, INGOT_ERR_INVALID_ARG, "the CUDA backend runs float32 or float16, not %s",
                         ingot_dtype_name(e->opts.precision));
     if (!m->inferred)
-        return ig__errf(err, INGOT_ERR_INVALID_ARG, "the model's shapes are not inferred: call ingot_model_infer "
+        return ig__errf(err, INGOT_ERR_INVALID_ARG,
+                        "the model's shapes are not inferred: call ingot_model_infer "
                         "after binding shapes");
     ig_cuda_engine_options o = {.precision = e->opts.precision, .workspace_limit = e->opts.workspace_limit};
     return ig__cuda_engine_create(&m->g, &o, &e->cuda, err);
@@ -139,8 +140,10 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
         /* a new shape: bind, infer, prepare (plans, may grow the arena, tunes, synchronises) */
         for (int32_t i = 0; i < g->n_inputs; i++)
             if (g->values[g->inputs[i]].flags & IG_VAL_SHAPE_INPUT)
-                return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INPUT,
-                                    "the model has inputs whose values decide shapes; run it with ingot_context_run"});
+                return ig__api_fail(
+                    c->engine->rt,
+                    &(ig_err){INGOT_ERR_INPUT,
+                              "the model has inputs whose values decide shapes; run it with ingot_context_run"});
         ingot_status st = ig__api_bind_infer(c->engine, inputs, n_inputs, &err);
         if (st == INGOT_OK) st = ig__cuda_ctx_select(c->cuda, g, &err);
         if (st != INGOT_OK) return ig__api_fail(c->engine->rt, &err);
@@ -159,7 +162,8 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
         int64_t od[INGOT_MAX_RANK];
         ig__cuda_ctx_output_shape(c->cuda, j, &rank, od, &dt, &bytes);
         if (o->bytes < bytes || (!o->data && bytes)) {
-            ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' needs %zu bytes, the buffer has %zu", name, bytes, o->bytes);
+            ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' needs %zu bytes, the buffer has %zu", name, bytes,
+                     o->bytes);
             return ig__api_fail(c->engine->rt, &err);
         }
         o->dtype = dt;
@@ -178,7 +182,8 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
             int64_t od[INGOT_MAX_RANK];
             ig__cuda_ctx_output_shape(c->cuda, j, &rank, od, &dt, &bytes);
             if (bytes) {
-                ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' was not given a buffer", g->values[g->outputs[j]].name);
+                ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' was not given a buffer",
+                         g->values[g->outputs[j]].name);
                 return ig__api_fail(c->engine->rt, &err);
             }
         }
@@ -193,7 +198,8 @@ ingot_status ingot_cuda_context_output_info(const ingot_context *c, int64_t i, i
     if (!c || !out) return INGOT_ERR_INVALID_ARG;
     if (!c->cuda) return not_cuda(c);
     const ig_graph *g = &c->engine->model->g;
-    if (i < 0 || i >= g->n_outputs) return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "output index out of range"});
+    if (i < 0 || i >= g->n_outputs)
+        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "output index out of range"});
     memset(out, 0, sizeof *out);
     int32_t rank = 0;
     ingot_dtype dt = INGOT_DTYPE_UNDEFINED;

@@ -22,10 +22,8 @@ bool ig__cu_is_sticky(cudaError_t e)
     case cudaErrorInvalidPc:
     case cudaErrorLaunchTimeout:
     case cudaErrorECCUncorrectable:
-    case cudaErrorUnknown:
-        return true;
-    default:
-        return false;
+    case cudaErrorUnknown: return true;
+    default: return false;
     }
 }
 
@@ -43,13 +41,14 @@ static const char *short_file(const char *file)
     return s ? s : file;
 }
 
-ingot_status ig__cu_status(ig_err *err, cudaError_t e, const char *call, const char *node, const char *file,
-                           int line)
+ingot_status ig__cu_status(ig_err *err, cudaError_t e, const char *call, const char *node, const char *file, int line)
 {
     if (e == cudaSuccess) return INGOT_OK;
     ingot_status st = INGOT_ERR_CUDA;
-    if (ig__cu_is_sticky(e)) st = INGOT_ERR_DEVICE_FATAL;
-    else if (e == cudaErrorMemoryAllocation) st = INGOT_ERR_DEVICE_OOM;
+    if (ig__cu_is_sticky(e))
+        st = INGOT_ERR_DEVICE_FATAL;
+    else if (e == cudaErrorMemoryAllocation)
+        st = INGOT_ERR_DEVICE_OOM;
     else if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError ||
              e == cudaErrorDevicesUnavailable || e == cudaErrorSystemDriverMismatch ||
              e == cudaErrorCompatNotSupportedOnDevice)
@@ -65,8 +64,10 @@ ingot_status ig__cudnn_status(ig_err *err, cudnnStatus_t s, const char *call, co
 {
     if (s == CUDNN_STATUS_SUCCESS) return INGOT_OK;
     ingot_status st = INGOT_ERR_CUDNN;
-    if (s == CUDNN_STATUS_ALLOC_FAILED) st = INGOT_ERR_DEVICE_OOM;
-    else if (s == CUDNN_STATUS_EXECUTION_FAILED) st = INGOT_ERR_DEVICE_FATAL;
+    if (s == CUDNN_STATUS_ALLOC_FAILED)
+        st = INGOT_ERR_DEVICE_OOM;
+    else if (s == CUDNN_STATUS_EXECUTION_FAILED)
+        st = INGOT_ERR_DEVICE_FATAL;
     char name[96], last[256] = "";
     call_name(call, name, sizeof name);
     cudnnGetLastErrorString(last, sizeof last);
@@ -91,13 +92,15 @@ static const char *cublas_name(cublasStatus_t s)
     }
 }
 
-ingot_status ig__cublas_status(ig_err *err, cublasStatus_t s, const char *call, const char *node,
-                               const char *file, int line)
+ingot_status ig__cublas_status(ig_err *err, cublasStatus_t s, const char *call, const char *node, const char *file,
+                               int line)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return INGOT_OK;
     ingot_status st = INGOT_ERR_CUBLAS;
-    if (s == CUBLAS_STATUS_ALLOC_FAILED) st = INGOT_ERR_DEVICE_OOM;
-    else if (s == CUBLAS_STATUS_EXECUTION_FAILED) st = INGOT_ERR_DEVICE_FATAL;
+    if (s == CUBLAS_STATUS_ALLOC_FAILED)
+        st = INGOT_ERR_DEVICE_OOM;
+    else if (s == CUBLAS_STATUS_EXECUTION_FAILED)
+        st = INGOT_ERR_DEVICE_FATAL;
     char name[96];
     call_name(call, name, sizeof name);
     return ig__errf(err, st, "%s%s%s%s: %s (%s:%d)", node ? "node " : "", node ? node : "", node ? ": " : "", name,

@@ -20,8 +20,8 @@ struct ig_cu_conv_prep {
     cudnnActivationDescriptor_t act;
     cudnnConvolutionFwdAlgo_t algo;
     cudnnMathType_t math;
-    size_t ws;       /* workspace of the chosen algorithm */
-    size_t ws_plan;  /* workspace planned for the step */
+    size_t ws;      /* workspace of the chosen algorithm */
+    size_t ws_plan; /* workspace planned for the step */
     bool tuned;
 };
 
@@ -64,7 +64,8 @@ static cudnnStatus_t set_tensor(cudnnTensorDescriptor_t d, const ig_cu_tensor *t
     bool nhwc = (n[1] == 1 || s[1] == 1) && (n[3] == 1 || s[3] == n[1]) && (n[2] == 1 || s[2] == n[3] * n[1]) &&
                 (n[0] == 1 || s[0] == n[2] * n[3] * n[1]);
     bool nchw = ig__cu_tensor_contig(t);
-    if (nhwc && !nchw) return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3]);
+    if (nhwc && !nchw)
+        return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3]);
     if (nchw) return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3]);
     return cudnnSetTensor4dDescriptorEx(d, dt, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)s[0], (int)s[1],
                                         (int)s[2], (int)s[3]);
@@ -84,8 +85,8 @@ void ig__cu_conv_release(ig_cu_step *s)
     s->u.conv.prep = NULL;
 }
 
-ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
-                                 size_t *ws_bytes, const char *label, ig_err *err)
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
+                                 const char *label, ig_err *err)
 {
     ig_cu_conv *cv = &s->u.conv;
     ingot_status st;
@@ -103,40 +104,46 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     if ((st = IG_CUDNN(err, label, cudnnCreateActivationDescriptor(&c->act))) != INGOT_OK) return st;
     if ((st = IG_CUDNN(err, label, set_tensor(c->x, x))) != INGOT_OK) return st;
     if ((st = IG_CUDNN(err, label, set_tensor(c->y, y))) != INGOT_OK) return st;
-    if ((st = IG_CUDNN(err, label, cudnnSetTensor4dDescriptor(c->b, CUDNN_TENSOR_NCHW, cudnn_type(y->dtype), 1,
-                                                              (int)y->dims[1], 1, 1))) != INGOT_OK)
+    if ((st = IG_CUDNN(err, label,
+                       cudnnSetTensor4dDescriptor(c->b, CUDNN_TENSOR_NCHW, cudnn_type(y->dtype), 1, (int)y->dims[1], 1,
+                                                  1))) != INGOT_OK)
         return st;
     /* the filter's layout (KRSC for channels-last) was fixed by its weight request */
     const ig_cu_buf *wb = &p->bufs[w->buf];
     bool krsc = wb->wreq >= 0 && p->wreqs[wb->wreq].nhwc != 0;
-    if ((st = IG_CUDNN(err, label, cudnnSetFilter4dDescriptor(c->w, cudnn_type(w->dtype),
-                                                              krsc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-                                                              (int)w->dims[0], (int)w->dims[1], (int)w->dims[2],
-                                                              (int)w->dims[3]))) != INGOT_OK)
+    if ((st = IG_CUDNN(err, label,
+                       cudnnSetFilter4dDescriptor(c->w, cudnn_type(w->dtype),
+                                                  krsc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, (int)w->dims[0],
+                                                  (int)w->dims[1], (int)w->dims[2], (int)w->dims[3]))) != INGOT_OK)
         return st;
-    if ((st = IG_CUDNN(err, label, cudnnSetConvolution2dDescriptor(c->conv, cv->pad[0], cv->pad[1], cv->stride[0],
-                                                                   cv->stride[1], cv->dil[0], cv->dil[1],
-                                                                   CUDNN_CROSS_CORRELATION,
-                                                                   x->dtype == INGOT_DTYPE_DOUBLE ? CUDNN_DATA_DOUBLE
-                                                                                                  : CUDNN_DATA_FLOAT))) != INGOT_OK)
+    if ((st = IG_CUDNN(err, label,
+                       cudnnSetConvolution2dDescriptor(c->conv, cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1],
+                                                       cv->dil[0], cv->dil[1], CUDNN_CROSS_CORRELATION,
+                                                       x->dtype == INGOT_DTYPE_DOUBLE ? CUDNN_DATA_DOUBLE
+                                                                                      : CUDNN_DATA_FLOAT))) != INGOT_OK)
         return st;
     if ((st = IG_CUDNN(err, label, cudnnSetConvolutionGroupCount(c->conv, cv->group))) != INGOT_OK) return st;
     c->math = half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
     if ((st = IG_CUDNN(err, label, cudnnSetConvolutionMathType(c->conv, c->math))) != INGOT_OK) return st;
-    if ((st = IG_CUDNN(err, label, cudnnSetActivationDescriptor(c->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
-                                                                0.0))) != INGOT_OK)
+    if ((st = IG_CUDNN(err, label,
+                       cudnnSetActivationDescriptor(c->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0))) !=
+        INGOT_OK)
         return st;
     int on, oc, oh, ow;
-    if ((st = IG_CUDNN(err, label, cudnnGetConvolution2dForwardOutputDim(c->conv, c->x, c->w, &on, &oc, &oh, &ow))) != INGOT_OK)
+    if ((st = IG_CUDNN(err, label, cudnnGetConvolution2dForwardOutputDim(c->conv, c->x, c->w, &on, &oc, &oh, &ow))) !=
+        INGOT_OK)
         return st;
     if (on != y->dims[0] || oc != y->dims[1] || oh != y->dims[2] || ow != y->dims[3])
-        return ig__errf(err, INGOT_ERR_INTERNAL, "node %s: cuDNN computes output [%d,%d,%d,%d], the graph says "
-                        "[%lld,%lld,%lld,%lld]", label, on, oc, oh, ow, (long long)y->dims[0], (long long)y->dims[1],
-                        (long long)y->dims[2], (long long)y->dims[3]);
+        return ig__errf(err, INGOT_ERR_INTERNAL,
+                        "node %s: cuDNN computes output [%d,%d,%d,%d], the graph says "
+                        "[%lld,%lld,%lld,%lld]",
+                        label, on, oc, oh, ow, (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2],
+                        (long long)y->dims[3]);
     cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
     int n = 0;
-    if ((st = IG_CUDNN(err, label, cudnnGetConvolutionForwardAlgorithm_v7(L->cudnn, c->x, c->w, c->conv, c->y,
-                                                                          CONV_CANDIDATES, &n, perf))) != INGOT_OK)
+    if ((st = IG_CUDNN(err, label,
+                       cudnnGetConvolutionForwardAlgorithm_v7(L->cudnn, c->x, c->w, c->conv, c->y, CONV_CANDIDATES, &n,
+                                                              perf))) != INGOT_OK)
         return st;
     size_t ws = 0;
     bool any = false;
@@ -150,8 +157,10 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
         if (perf[i].memory > ws) ws = perf[i].memory;
     }
     if (!any)
-        return ig__errf(err, INGOT_ERR_CUDNN, "node %s: cuDNN offers no convolution algorithm within the %zu-byte "
-                        "workspace limit", label, ws_limit);
+        return ig__errf(err, INGOT_ERR_CUDNN,
+                        "node %s: cuDNN offers no convolution algorithm within the %zu-byte "
+                        "workspace limit",
+                        label, ws_limit);
     c->ws_plan = ws;
     *ws_bytes = ws;
     return INGOT_OK;
@@ -166,9 +175,9 @@ static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, cudnnConvolut
     if (cv->relu) {
         const float alpha2 = cv->z >= 0 ? 1.f : 0.f;
         const void *z = cv->z >= 0 ? ptrs[cv->z] : ptrs[cv->y];
-        return cudnnConvolutionBiasActivationForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, algo,
-                                                     ws, ws_bytes, &alpha2, c->y, z, c->b, ptrs[cv->b], c->act, c->y,
-                                                     ptrs[cv->y]);
+        return cudnnConvolutionBiasActivationForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv,
+                                                     algo, ws, ws_bytes, &alpha2, c->y, z, c->b, ptrs[cv->b], c->act,
+                                                     c->y, ptrs[cv->y]);
     }
     return cudnnConvolutionForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, algo, ws, ws_bytes,
                                    &zero, c->y, ptrs[cv->y]);
@@ -183,8 +192,9 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
     cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
     int n = 0;
-    cudnnStatus_t cs = cudnnFindConvolutionForwardAlgorithmEx(L->cudnn, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv,
-                                                              c->y, ptrs[cv->y], CONV_CANDIDATES, &n, perf, ws, ws_bytes);
+    cudnnStatus_t cs =
+        cudnnFindConvolutionForwardAlgorithmEx(L->cudnn, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, c->y,
+                                               ptrs[cv->y], CONV_CANDIDATES, &n, perf, ws, ws_bytes);
     if (cs != CUDNN_STATUS_SUCCESS) n = 0; /* keep the heuristic's choice */
     for (int i = 0; i < n; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;

@@ -23,8 +23,8 @@ ingot_status ig__cuda_probe(ig_err *err);
 ingot_status ig__cuda_check_graph(const ig_graph *g, ig_err *err);
 
 typedef struct ig_cuda_engine_options {
-    ingot_dtype precision;   /* FLOAT or FLOAT16 */
-    size_t workspace_limit;  /* per-step workspace cap in bytes (0: 256 MiB) */
+    ingot_dtype precision;  /* FLOAT or FLOAT16 */
+    size_t workspace_limit; /* per-step workspace cap in bytes (0: 256 MiB) */
 } ig_cuda_engine_options;
 
 /* When g's shapes are concrete, lowers it once and uploads the weights now (the build); otherwise
@@ -47,8 +47,8 @@ ingot_status ig__cuda_ctx_enqueue(ig_cuda_ctx *c, const void *const *inputs, voi
 /* Host inputs in, host outputs kept by the context (ig__cuda_ctx_host_output); synchronises. */
 ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig_err *err);
 /* Output j of the last host run: bytes owned by the context, dims of the current instance. */
-const void *ig__cuda_ctx_host_output(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims,
-                                     ingot_dtype *dtype, size_t *bytes);
+const void *ig__cuda_ctx_host_output(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims, ingot_dtype *dtype,
+                                     size_t *bytes);
 /* Dims/dtype of graph output j in the current instance. */
 ingot_status ig__cuda_ctx_output_shape(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims,
                                        ingot_dtype *dtype, size_t *bytes);
@@ -57,22 +57,22 @@ void ig__cuda_ctx_set_graphs(ig_cuda_ctx *c, int enabled);
 
 /* Numbers for `ingot bench` and tests (see ingot_cuda_stats in ingot_cuda.h, which mirrors this). */
 typedef struct ig_cuda_stats {
-    size_t weights_bytes;        /* the engine's allocation */
-    size_t arena_bytes;          /* the context's allocation: activations + workspaces */
-    size_t workspace_bytes;      /* the largest per-step workspace planned inside the arena */
-    size_t activation_lb_bytes;  /* lower bound of the activation packing (max live bytes) */
-    size_t no_reuse_bytes;       /* every buffer its own bytes */
-    size_t const_bytes;          /* instance constants inside the arena */
-    int64_t n_steps;             /* kernels/library calls per inference */
-    int64_t n_nodes_fused;       /* graph nodes absorbed into other steps */
-    int64_t n_instances;         /* shapes prepared */
+    size_t weights_bytes;       /* the engine's allocation */
+    size_t arena_bytes;         /* the context's allocation: activations + workspaces */
+    size_t workspace_bytes;     /* the largest per-step workspace planned inside the arena */
+    size_t activation_lb_bytes; /* lower bound of the activation packing (max live bytes) */
+    size_t no_reuse_bytes;      /* every buffer its own bytes */
+    size_t const_bytes;         /* instance constants inside the arena */
+    int64_t n_steps;            /* kernels/library calls per inference */
+    int64_t n_nodes_fused;      /* graph nodes absorbed into other steps */
+    int64_t n_instances;        /* shapes prepared */
     int32_t graph_enabled;
-    int32_t graph_captured;      /* the current instance replays a CUDA Graph */
-    int64_t graph_updates;       /* kernel-node parameter updates (pointer changes) */
-    int64_t graph_captures;      /* captures + instantiations made */
-    char graph_fallback[256];    /* why the current instance runs without a graph ("" if it does) */
-    double prepare_ms;           /* last instance preparation (lowering, plan, tuning) */
-    double tune_ms;              /* of which algorithm timing */
+    int32_t graph_captured;   /* the current instance replays a CUDA Graph */
+    int64_t graph_updates;    /* kernel-node parameter updates (pointer changes) */
+    int64_t graph_captures;   /* captures + instantiations made */
+    char graph_fallback[256]; /* why the current instance runs without a graph ("" if it does) */
+    double prepare_ms;        /* last instance preparation (lowering, plan, tuning) */
+    double tune_ms;           /* of which algorithm timing */
 } ig_cuda_stats;
 
 void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out);
@@ -80,7 +80,7 @@ void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out);
 void ig__cuda_alloc_counts(uint64_t *n_malloc, uint64_t *n_free, uint64_t *live_bytes);
 /* A per-step timing profile of the current instance (stream execution with events): writes up to
  * max entries of (label, op kind, milliseconds) into the arrays; returns the count. */
-int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream,
-                             int64_t max, char (*labels)[96], double *ms, ig_err *err);
+int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream, int64_t max,
+                             char (*labels)[96], double *ms, ig_err *err);
 
 #endif /* INGOT_CUDA_BACKEND_H */

@@ -33,16 +33,15 @@
 /* Turn a library code into an ingot_status + message "node 'X' (Op): call: NAME: text (file:line)".
  * node may be NULL. Sticky device faults map to INGOT_ERR_DEVICE_FATAL, allocation failures to
  * INGOT_ERR_DEVICE_OOM, a missing device or driver to INGOT_ERR_NO_DEVICE. INGOT_OK on success. */
-ingot_status ig__cu_status(ig_err *err, cudaError_t e, const char *call, const char *node, const char *file,
-                           int line);
+ingot_status ig__cu_status(ig_err *err, cudaError_t e, const char *call, const char *node, const char *file, int line);
 ingot_status ig__cudnn_status(ig_err *err, cudnnStatus_t s, const char *call, const char *node, const char *file,
                               int line);
-ingot_status ig__cublas_status(ig_err *err, cublasStatus_t s, const char *call, const char *node,
-                               const char *file, int line);
+ingot_status ig__cublas_status(ig_err *err, cublasStatus_t s, const char *call, const char *node, const char *file,
+                               int line);
 bool ig__cu_is_sticky(cudaError_t e);
 
-#define IG_CU(err, node, call) ig__cu_status((err), (call), #call, (node), __FILE__, __LINE__)
-#define IG_CUDNN(err, node, call) ig__cudnn_status((err), (call), #call, (node), __FILE__, __LINE__)
+#define IG_CU(err, node, call)     ig__cu_status((err), (call), #call, (node), __FILE__, __LINE__)
+#define IG_CUDNN(err, node, call)  ig__cudnn_status((err), (call), #call, (node), __FILE__, __LINE__)
 #define IG_CUBLAS(err, node, call) ig__cublas_status((err), (call), #call, (node), __FILE__, __LINE__)
 
 /* ---- device memory: every cudaMalloc/cudaFree of the library goes through here (device.c) ------- */
@@ -65,101 +64,135 @@ typedef struct ig_cu_buf {
     int32_t io;         /* INPUT/OUTPUT: graph input/output index */
     int32_t wreq;       /* WEIGHT or constant ARENA: index into prog.wreqs */
     size_t bytes;
-    uint64_t offset;    /* ARENA: from the plan; WEIGHT: from the engine's table */
+    uint64_t offset;     /* ARENA: from the plan; WEIGHT: from the engine's table */
     int32_t first, last; /* steps using it (ARENA) */
-    int32_t alias;      /* ARENA: >= 0 when planned onto another buffer's bytes (in-place) */
+    int32_t alias;       /* ARENA: >= 0 when planned onto another buffer's bytes (in-place) */
 } ig_cu_buf;
 
 typedef struct ig_cu_tensor {
     int32_t buf;
-    ingot_dtype dtype;                /* element type as stored on the device */
+    ingot_dtype dtype; /* element type as stored on the device */
     int32_t rank;
     int64_t dims[IG_MAX_RANK];
-    int64_t strides[IG_MAX_RANK];     /* elements; 0 for broadcast dims */
-    int64_t offset;                   /* elements from the buffer's start */
+    int64_t strides[IG_MAX_RANK]; /* elements; 0 for broadcast dims */
+    int64_t offset;               /* elements from the buffer's start */
 } ig_cu_tensor;
 
 /* A constant converted for the device: what to compute on the host and where it goes. */
 typedef enum ig_wkind {
-    IG_W_PLAIN = 0,   /* value's elements converted to dtype, times scale */
-    IG_W_CONV_W = 1,  /* conv filter [K, C/g, R, S], BN scale folded in; KRSC when nhwc */
-    IG_W_CONV_B = 2,  /* conv bias [K] (zeros when absent), BN folded in */
+    IG_W_PLAIN = 0,    /* value's elements converted to dtype, times scale */
+    IG_W_CONV_W = 1,   /* conv filter [K, C/g, R, S], BN scale folded in; KRSC when nhwc */
+    IG_W_CONV_B = 2,   /* conv bias [K] (zeros when absent), BN folded in */
     IG_W_BN_SCALE = 3, /* gamma / sqrt(var + eps) */
     IG_W_BN_SHIFT = 4, /* beta - mean * gamma / sqrt(var + eps) */
 } ig_wkind;
 
 typedef struct ig_cu_wreq {
-    int32_t kind;       /* ig_wkind */
-    int32_t src;        /* PLAIN: the value; CONV_W: filter; CONV_B: bias value or -1 */
-    int32_t bn[4];      /* BN params (scale, B, mean, var) value ids, or -1 */
-    float eps;          /* BN epsilon */
-    float scale;        /* PLAIN: multiplier (1 normally) */
-    ingot_dtype dtype;  /* device element type */
-    int32_t nhwc;       /* CONV_W: 1 KRSC layout, 2 RSK (depthwise: [kh][kw][C]) */
-    int32_t n_out;      /* CONV_B: K (for a bias made of zeros) */
+    int32_t kind;      /* ig_wkind */
+    int32_t src;       /* PLAIN: the value; CONV_W: filter; CONV_B: bias value or -1 */
+    int32_t bn[4];     /* BN params (scale, B, mean, var) value ids, or -1 */
+    float eps;         /* BN epsilon */
+    float scale;       /* PLAIN: multiplier (1 normally) */
+    ingot_dtype dtype; /* device element type */
+    int32_t nhwc;      /* CONV_W: 1 KRSC layout, 2 RSK (depthwise: [kh][kw][C]) */
+    int32_t n_out;     /* CONV_B: K (for a bias made of zeros) */
     size_t bytes;
     bool all_initializers; /* every source is a file initializer (shape-independent: engine-owned) */
 } ig_cu_wreq;
 
 typedef enum ig_cu_step_kind {
-    IG_ST_EW = 0, IG_ST_CONV, IG_ST_GEMM, IG_ST_SOFTMAX, IG_ST_LAYERNORM, IG_ST_REDUCE, IG_ST_POOL,
-    IG_ST_GATHER, IG_ST_FILL, IG_ST_ATTENTION, IG_ST_DWCONV, IG_ST_KIND_COUNT
+    IG_ST_EW = 0,
+    IG_ST_CONV,
+    IG_ST_GEMM,
+    IG_ST_SOFTMAX,
+    IG_ST_LAYERNORM,
+    IG_ST_REDUCE,
+    IG_ST_POOL,
+    IG_ST_GATHER,
+    IG_ST_FILL,
+    IG_ST_ATTENTION,
+    IG_ST_DWCONV,
+    IG_ST_KIND_COUNT
 } ig_cu_step_kind;
 
 typedef struct ig_cu_ew {
-    int32_t out;                 /* tensor */
+    int32_t out; /* tensor */
     int32_t n_in;
-    int32_t in[IG_EW_MAX_IN];    /* tensors */
-    ig_ew_args args;             /* program, dims and strides final; pointers filled at bind */
+    int32_t in[IG_EW_MAX_IN]; /* tensors */
+    ig_ew_args args;          /* program, dims and strides final; pointers filled at bind */
 } ig_cu_ew;
 
 typedef struct ig_cu_conv {
-    int32_t x, w, b, z, y;       /* tensors; b, z may be -1 */
+    int32_t x, w, b, z, y; /* tensors; b, z may be -1 */
     int32_t relu;
     int32_t pad[2], stride[2], dil[2], group;
-    int32_t scratch;             /* buffer of the workspace (-1 none) */
+    int32_t scratch; /* buffer of the workspace (-1 none) */
     struct ig_cu_conv_prep *prep;
 } ig_cu_conv;
 
 enum ig_gemm_epi { IG_EPI_NONE = 0, IG_EPI_RELU = 1, IG_EPI_GELU = 2 };
 
 typedef struct ig_cu_gemm {
-    int32_t a, b, bias, c, d;    /* tensors: D = epi(alpha * A B + beta * C + bias); bias, c may be -1 */
+    int32_t a, b, bias, c, d; /* tensors: D = epi(alpha * A B + beta * C + bias); bias, c may be -1 */
     float alpha, beta;
     int32_t epi;
     /* the problem in row-major terms, from the views: D[batch][m][n] */
     int64_t m, n, k, batch;
-    int32_t a_trans, b_trans;    /* operand stored transposed (column-major) */
-    int64_t lda, ldb, ldc, ldd;  /* leading dims of the stored matrices (elements) */
-    int64_t sa, sb, sc, sd;      /* batch strides (elements; 0 broadcast) */
+    int32_t a_trans, b_trans;   /* operand stored transposed (column-major) */
+    int64_t lda, ldb, ldc, ldd; /* leading dims of the stored matrices (elements) */
+    int64_t sa, sb, sc, sd;     /* batch strides (elements; 0 broadcast) */
     int32_t scratch;
     struct ig_cu_gemm_prep *prep;
 } ig_cu_gemm;
 
 typedef struct ig_cu_step {
-    int32_t kind;                /* ig_cu_step_kind */
-    int32_t node;                /* graph node id for messages; -1 for steps the lowering added */
-    const char *what;            /* "input copy", "to NHWC", ... for added steps */
-    int32_t io_patch;            /* 1: an input/output copy whose pointers change between runs */
+    int32_t kind;     /* ig_cu_step_kind */
+    int32_t node;     /* graph node id for messages; -1 for steps the lowering added */
+    const char *what; /* "input copy", "to NHWC", ... for added steps */
+    int32_t io_patch; /* 1: an input/output copy whose pointers change between runs */
     union {
         ig_cu_ew ew;
         ig_cu_conv conv;
         ig_cu_gemm gemm;
-        struct { int32_t x, y, mask; ig_softmax_args args; } softmax;
-        struct { int32_t x, y, gamma, beta; ig_layernorm_args args; } ln;
-        struct { int32_t x, y; ig_reduce_args args; } reduce;
-        struct { int32_t x, y; ig_pool_args args; } pool;
-        struct { int32_t x, idx, y; ig_gather_args args; } gather;
-        struct { int32_t y; uint64_t bits; } fill;
-        struct { int32_t q, k, v, mask, o; ig_attention_args args; } attn;
-        struct { int32_t x, w, b, y; ig_dwconv_args args; } dw;
+        struct {
+            int32_t x, y, mask;
+            ig_softmax_args args;
+        } softmax;
+        struct {
+            int32_t x, y, gamma, beta;
+            ig_layernorm_args args;
+        } ln;
+        struct {
+            int32_t x, y;
+            ig_reduce_args args;
+        } reduce;
+        struct {
+            int32_t x, y;
+            ig_pool_args args;
+        } pool;
+        struct {
+            int32_t x, idx, y;
+            ig_gather_args args;
+        } gather;
+        struct {
+            int32_t y;
+            uint64_t bits;
+        } fill;
+        struct {
+            int32_t q, k, v, mask, o;
+            ig_attention_args args;
+        } attn;
+        struct {
+            int32_t x, w, b, y;
+            ig_dwconv_args args;
+        } dw;
     } u;
 } ig_cu_step;
 
 typedef struct ig_cu_prog {
-    ig_arena arena;                /* every array below */
+    ig_arena arena; /* every array below */
     const ig_graph *g;
-    ingot_dtype fdt;               /* device type of float32 values (FLOAT or FLOAT16) */
+    ingot_dtype fdt; /* device type of float32 values (FLOAT or FLOAT16) */
     int32_t n_bufs, cap_bufs;
     ig_cu_buf *bufs;
     int32_t n_tensors, cap_tensors;
@@ -168,19 +201,19 @@ typedef struct ig_cu_prog {
     ig_cu_step *steps;
     int32_t n_wreqs, cap_wreqs;
     ig_cu_wreq *wreqs;
-    int32_t *val_tensor;           /* [g->n_values] the tensor holding each value (-1: none yet) */
-    int32_t *val_nhwc;             /* [g->n_values] a channels-last copy made for convolutions (-1) */
+    int32_t *val_tensor; /* [g->n_values] the tensor holding each value (-1: none yet) */
+    int32_t *val_nhwc;   /* [g->n_values] a channels-last copy made for convolutions (-1) */
     int32_t n_inputs, n_outputs;
-    int32_t *in_tensor;            /* [n_inputs] the caller's bytes (LOC_INPUT), -1 for folded inputs */
-    int32_t *out_tensor;           /* [n_outputs] the destination (LOC_OUTPUT) */
-    int64_t n_fused;               /* graph nodes absorbed into another step (reports) */
+    int32_t *in_tensor;  /* [n_inputs] the caller's bytes (LOC_INPUT), -1 for folded inputs */
+    int32_t *out_tensor; /* [n_outputs] the destination (LOC_OUTPUT) */
+    int64_t n_fused;     /* graph nodes absorbed into another step (reports) */
 } ig_cu_prog;
 
 typedef struct ig_cu_lower_options {
-    ingot_dtype precision;   /* FLOAT or FLOAT16 */
-    int nhwc;                /* convolutions channels-last (default 1) */
-    int gelu_epilogue;       /* fuse erf-GELU into cuBLASLt's GELU epilogue (tanh form; fp16 only) */
-    int attention;           /* fused attention kernel where the pattern and shapes allow */
+    ingot_dtype precision; /* FLOAT or FLOAT16 */
+    int nhwc;              /* convolutions channels-last (default 1) */
+    int gelu_epilogue;     /* fuse erf-GELU into cuBLASLt's GELU epilogue (tanh form; fp16 only) */
+    int attention;         /* fused attention kernel where the pattern and shapes allow */
 } ig_cu_lower_options;
 
 /* Which ops the CUDA backend can run; NULL when supported, else a reason. */
@@ -209,11 +242,11 @@ ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst,
 bool ig__cu_wreq_same(const ig_cu_wreq *a, const ig_cu_wreq *b);
 
 typedef struct ig_cu_weights {
-    void *dev;                    /* one allocation */
+    void *dev; /* one allocation */
     size_t bytes;
     int32_t n;
-    ig_cu_wreq *reqs;             /* [n] */
-    uint64_t *offsets;            /* [n] */
+    ig_cu_wreq *reqs;  /* [n] */
+    uint64_t *offsets; /* [n] */
 } ig_cu_weights;
 
 /* Upload every engine-owned request of p (all_initializers) into one allocation. */
@@ -229,8 +262,8 @@ typedef struct ig_cu_libs {
 } ig_cu_libs;
 
 /* Descriptors and the workspace candidates for a step; *ws_bytes is what it may use. */
-ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
-                                 size_t *ws_bytes, const char *label, ig_err *err);
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
+                                 const char *label, ig_err *err);
 /* Time the candidates with the bound pointers (tensors and the workspace) and keep the fastest. */
 ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
                               cudaStream_t stream, const char *label, ig_err *err);
@@ -239,8 +272,8 @@ ingot_status ig__cu_conv_run(ig_cu_libs *L, const ig_cu_step *s, void *const *pt
 void ig__cu_conv_release(ig_cu_step *s);
 const char *ig__cu_conv_algo_name(const ig_cu_step *s);
 
-ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
-                                 size_t *ws_bytes, const char *label, ig_err *err);
+ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
+                                 const char *label, ig_err *err);
 ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
                               cudaStream_t stream, const char *label, ig_err *err);
 ingot_status ig__cu_gemm_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,

@@ -19,8 +19,7 @@ static atomic_flag live_lock = ATOMIC_FLAG_INIT;
 
 static void lock(void)
 {
-    while (atomic_flag_test_and_set_explicit(&live_lock, memory_order_acquire)) {
-    }
+    while (atomic_flag_test_and_set_explicit(&live_lock, memory_order_acquire)) {}
 }
 static void unlock(void) { atomic_flag_clear_explicit(&live_lock, memory_order_release); }
 

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define MAX_INSTANCES 8
-#define ARENA_ALIGN 256
+#define MAX_INSTANCES    8
+#define ARENA_ALIGN      256
 #define DEFAULT_WS_LIMIT ((size_t)256 << 20)
 
 struct ig_cuda_engine {
@@ -36,28 +36,28 @@ typedef struct instance {
     int32_t n_in;
     int32_t in_rank[16];
     int64_t in_dims[16][IG_MAX_RANK];
-    uint64_t in_hash;             /* values of shape-deciding inputs */
+    uint64_t in_hash; /* values of shape-deciding inputs */
     ig_cu_prog prog;
-    void **tptr;                  /* [n_tensors] device pointer of every tensor */
-    int32_t *staging_in;          /* [n_inputs] arena buffers for the host path (-1) */
-    int32_t *staging_out;         /* [n_outputs] */
-    void **host_out;              /* [n_outputs] pinned host copies of the outputs */
+    void **tptr;          /* [n_tensors] device pointer of every tensor */
+    int32_t *staging_in;  /* [n_inputs] arena buffers for the host path (-1) */
+    int32_t *staging_out; /* [n_outputs] */
+    void **host_out;      /* [n_outputs] pinned host copies of the outputs */
     size_t arena_need;
     size_t workspace_max, lower_bound, no_reuse, const_bytes;
-    bool bound;                   /* tptr valid for the current arena */
+    bool bound; /* tptr valid for the current arena */
     cudaGraphExec_t exec;
     cudaGraph_t graph;
     bool captured, capture_failed;
     char fallback[256];
-    cudaGraphNode_t *io_node;     /* [n_steps] kernel node of each io_patch step */
-    const void **baked;           /* [n_tensors] pointers baked into the graph for the io tensors */
+    cudaGraphNode_t *io_node; /* [n_steps] kernel node of each io_patch step */
+    const void **baked;       /* [n_tensors] pointers baked into the graph for the io tensors */
     double prepare_ms, tune_ms;
 } instance;
 
 struct ig_cuda_ctx {
     ig_cuda_engine *e;
     ig_cu_libs libs;
-    cudaStream_t stream;          /* private: tuning, host-path copies, capture */
+    cudaStream_t stream; /* private: tuning, host-path copies, capture */
     void *arena;
     size_t arena_bytes;
     instance *inst[MAX_INSTANCES];
@@ -66,7 +66,7 @@ struct ig_cuda_ctx {
     bool failed;
     ingot_status fail_status;
     int64_t graph_updates, graph_captures, n_prepared;
-    bool sync_debug;              /* INGOT_CUDA_SYNC=1: synchronise after every step, naming a faulting node */
+    bool sync_debug; /* INGOT_CUDA_SYNC=1: synchronise after every step, naming a faulting node */
 };
 
 static double now_ms(void)
@@ -128,8 +128,10 @@ ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_opti
     e->lo.nhwc = !(env && env[0] == '1');
     env = getenv("INGOT_CUDA_GELU_EPILOGUE");
     e->lo.gelu_epilogue = !(env && env[0] == '0');
+    /* The fused attention kernel is correct (tests) but, as written, slower than cuBLASLt + softmax on
+     * the benchmark shapes (see bench/RESULTS.md): opt-in until it is faster. */
     env = getenv("INGOT_CUDA_ATTENTION");
-    e->lo.attention = !(env && env[0] == '0');
+    e->lo.attention = env && env[0] == '1';
     if (shapes_concrete(g)) {
         ig_cu_prog p;
         if ((st = ig__cu_lower(g, &e->lo, &p, err)) != INGOT_OK) goto fail;
@@ -155,8 +157,10 @@ void ig__cuda_engine_destroy(ig_cuda_engine *e)
 
 static void step_release(ig_cu_step *s)
 {
-    if (s->kind == IG_ST_CONV) ig__cu_conv_release(s);
-    else if (s->kind == IG_ST_GEMM) ig__cu_gemm_release(s);
+    if (s->kind == IG_ST_CONV)
+        ig__cu_conv_release(s);
+    else if (s->kind == IG_ST_GEMM)
+        ig__cu_gemm_release(s);
 }
 
 static void instance_drop_graph(instance *in)
@@ -196,33 +200,55 @@ int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids)
         for (int i = 0; i < s->u.ew.n_in; i++) ids[n++] = s->u.ew.in[i];
         break;
     case IG_ST_CONV:
-        ids[n++] = s->u.conv.x; ids[n++] = s->u.conv.w; ids[n++] = s->u.conv.y;
+        ids[n++] = s->u.conv.x;
+        ids[n++] = s->u.conv.w;
+        ids[n++] = s->u.conv.y;
         if (s->u.conv.b >= 0) ids[n++] = s->u.conv.b;
         if (s->u.conv.z >= 0) ids[n++] = s->u.conv.z;
         break;
     case IG_ST_GEMM:
-        ids[n++] = s->u.gemm.a; ids[n++] = s->u.gemm.b; ids[n++] = s->u.gemm.d;
+        ids[n++] = s->u.gemm.a;
+        ids[n++] = s->u.gemm.b;
+        ids[n++] = s->u.gemm.d;
         if (s->u.gemm.bias >= 0) ids[n++] = s->u.gemm.bias;
         if (s->u.gemm.c >= 0) ids[n++] = s->u.gemm.c;
         break;
     case IG_ST_SOFTMAX:
-        ids[n++] = s->u.softmax.x; ids[n++] = s->u.softmax.y;
+        ids[n++] = s->u.softmax.x;
+        ids[n++] = s->u.softmax.y;
         if (s->u.softmax.mask >= 0) ids[n++] = s->u.softmax.mask;
         break;
     case IG_ST_LAYERNORM:
-        ids[n++] = s->u.ln.x; ids[n++] = s->u.ln.y; ids[n++] = s->u.ln.gamma;
+        ids[n++] = s->u.ln.x;
+        ids[n++] = s->u.ln.y;
+        ids[n++] = s->u.ln.gamma;
         if (s->u.ln.beta >= 0) ids[n++] = s->u.ln.beta;
         break;
-    case IG_ST_REDUCE: ids[n++] = s->u.reduce.x; ids[n++] = s->u.reduce.y; break;
-    case IG_ST_POOL: ids[n++] = s->u.pool.x; ids[n++] = s->u.pool.y; break;
-    case IG_ST_GATHER: ids[n++] = s->u.gather.x; ids[n++] = s->u.gather.idx; ids[n++] = s->u.gather.y; break;
+    case IG_ST_REDUCE:
+        ids[n++] = s->u.reduce.x;
+        ids[n++] = s->u.reduce.y;
+        break;
+    case IG_ST_POOL:
+        ids[n++] = s->u.pool.x;
+        ids[n++] = s->u.pool.y;
+        break;
+    case IG_ST_GATHER:
+        ids[n++] = s->u.gather.x;
+        ids[n++] = s->u.gather.idx;
+        ids[n++] = s->u.gather.y;
+        break;
     case IG_ST_FILL: ids[n++] = s->u.fill.y; break;
     case IG_ST_DWCONV:
-        ids[n++] = s->u.dw.x; ids[n++] = s->u.dw.w; ids[n++] = s->u.dw.y;
+        ids[n++] = s->u.dw.x;
+        ids[n++] = s->u.dw.w;
+        ids[n++] = s->u.dw.y;
         if (s->u.dw.b >= 0) ids[n++] = s->u.dw.b;
         break;
     case IG_ST_ATTENTION:
-        ids[n++] = s->u.attn.q; ids[n++] = s->u.attn.k; ids[n++] = s->u.attn.v; ids[n++] = s->u.attn.o;
+        ids[n++] = s->u.attn.q;
+        ids[n++] = s->u.attn.k;
+        ids[n++] = s->u.attn.v;
+        ids[n++] = s->u.attn.o;
         if (s->u.attn.mask >= 0) ids[n++] = s->u.attn.mask;
         break;
     default: break;
@@ -412,8 +438,8 @@ static ingot_status upload_consts(ig_cuda_ctx *c, instance *in, ig_err *err)
         void *host = malloc(x->bytes);
         if (!host) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory");
         ingot_status st = ig__cu_wreq_fill(p->g, &p->wreqs[x->wreq], host, err);
-        if (st == INGOT_OK) st = IG_CU(err, NULL, cudaMemcpy((char *)c->arena + x->offset, host, x->bytes,
-                                                             cudaMemcpyHostToDevice));
+        if (st == INGOT_OK)
+            st = IG_CU(err, NULL, cudaMemcpy((char *)c->arena + x->offset, host, x->bytes, cudaMemcpyHostToDevice));
         free(host);
         if (st != INGOT_OK) return st;
     }
@@ -476,17 +502,21 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
         ig_cu_step *stp = &p->steps[s];
         size_t ws = 0;
         if (stp->kind == IG_ST_CONV)
-            st = ig__cu_conv_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl), err);
+            st = ig__cu_conv_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl),
+                                     err);
         else if (stp->kind == IG_ST_GEMM)
-            st = ig__cu_gemm_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl), err);
+            st = ig__cu_gemm_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl),
+                                     err);
         else
             continue;
         if (st != INGOT_OK) goto fail;
         int32_t b = add_arena_buf(p, ws, s, s);
         if (b < 0) goto oom;
         p->bufs[b].is_scratch = 1;
-        if (stp->kind == IG_ST_CONV) stp->u.conv.scratch = b;
-        else stp->u.gemm.scratch = b;
+        if (stp->kind == IG_ST_CONV)
+            stp->u.conv.scratch = b;
+        else
+            stp->u.gemm.scratch = b;
     }
     /* staging for the host path: inputs live until their copy step, outputs from theirs */
     in->staging_in = ig__calloc((size_t)p->n_inputs + 1, sizeof(int32_t));
@@ -498,7 +528,8 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
         if (p->in_tensor[i] < 0) continue;
         int32_t use = 0;
         for (int32_t s = 0; s < p->n_steps; s++)
-            if (p->steps[s].kind == IG_ST_EW && p->steps[s].io_patch && p->steps[s].u.ew.in[0] == p->in_tensor[i]) use = s;
+            if (p->steps[s].kind == IG_ST_EW && p->steps[s].io_patch && p->steps[s].u.ew.in[0] == p->in_tensor[i])
+                use = s;
         in->staging_in[i] = add_arena_buf(p, p->bufs[p->tensors[p->in_tensor[i]].buf].bytes, 0, use);
         if (in->staging_in[i] < 0) goto oom;
         p->bufs[in->staging_in[i]].is_scratch = 2; /* staging: a fixed lifetime, not a workspace */
@@ -506,7 +537,8 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
     for (int32_t j = 0; j < p->n_outputs; j++) {
         int32_t use = p->n_steps ? p->n_steps - 1 : 0;
         for (int32_t s = 0; s < p->n_steps; s++)
-            if (p->steps[s].kind == IG_ST_EW && p->steps[s].io_patch && p->steps[s].u.ew.out == p->out_tensor[j]) use = s;
+            if (p->steps[s].kind == IG_ST_EW && p->steps[s].io_patch && p->steps[s].u.ew.out == p->out_tensor[j])
+                use = s;
         size_t bytes = p->bufs[p->tensors[p->out_tensor[j]].buf].bytes;
         in->staging_out[j] = add_arena_buf(p, bytes, use, p->n_steps ? p->n_steps - 1 : 0);
         if (in->staging_out[j] < 0) goto oom;
@@ -680,11 +712,13 @@ static ingot_status launch_step(ig_cuda_ctx *c, instance *in, const ig_cu_step *
     }
     case IG_ST_CONV: {
         int32_t sb = s->u.conv.scratch;
-        return ig__cu_conv_run(&c->libs, s, P, sb >= 0 ? buf_base(c, p, sb) : NULL, stream, label_of(p, s, lbl, sizeof lbl), err);
+        return ig__cu_conv_run(&c->libs, s, P, sb >= 0 ? buf_base(c, p, sb) : NULL, stream,
+                               label_of(p, s, lbl, sizeof lbl), err);
     }
     case IG_ST_GEMM: {
         int32_t sb = s->u.gemm.scratch;
-        return ig__cu_gemm_run(&c->libs, s, P, sb >= 0 ? buf_base(c, p, sb) : NULL, stream, label_of(p, s, lbl, sizeof lbl), err);
+        return ig__cu_gemm_run(&c->libs, s, P, sb >= 0 ? buf_base(c, p, sb) : NULL, stream,
+                               label_of(p, s, lbl, sizeof lbl), err);
     }
     case IG_ST_SOFTMAX: {
         ig_softmax_args a = s->u.softmax.args;
@@ -750,10 +784,10 @@ static ingot_status launch_step(ig_cuda_ctx *c, instance *in, const ig_cu_step *
         e = ingot_cuda_attention(&a, stream);
         break;
     }
-    default:
-        return ig__errf(err, INGOT_ERR_INTERNAL, "unknown step kind %d", s->kind);
+    default: return ig__errf(err, INGOT_ERR_INTERNAL, "unknown step kind %d", s->kind);
     }
-    if (e != cudaSuccess) return ig__cu_status(err, e, "kernel launch", label_of(p, s, lbl, sizeof lbl), __FILE__, __LINE__);
+    if (e != cudaSuccess)
+        return ig__cu_status(err, e, "kernel launch", label_of(p, s, lbl, sizeof lbl), __FILE__, __LINE__);
     return INGOT_OK;
 }
 
@@ -845,7 +879,8 @@ static ingot_status patch_io(ig_cuda_ctx *c, instance *in, ig_err *err)
         void *argp[2];
         ingot_cuda_ew_node_params(&a, &kp, &storage, argp);
         char lbl[256];
-        ingot_status r = IG_CU(err, label_of(p, st, lbl, sizeof lbl), cudaGraphExecKernelNodeSetParams(in->exec, in->io_node[s], &kp));
+        ingot_status r = IG_CU(err, label_of(p, st, lbl, sizeof lbl),
+                               cudaGraphExecKernelNodeSetParams(in->exec, in->io_node[s], &kp));
         if (r != INGOT_OK) return r;
         c->graph_updates++;
     }
@@ -907,7 +942,9 @@ ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig
         if (p->in_tensor[i] < 0) continue;
         void *dst = buf_base(c, p, in->staging_in[i]);
         size_t bytes = p->bufs[in->staging_in[i]].bytes;
-        if (bytes && (st = IG_CU(err, NULL, cudaMemcpyAsync(dst, inputs[i], bytes, cudaMemcpyHostToDevice, c->stream))) != INGOT_OK)
+        if (bytes &&
+            (st = IG_CU(err, NULL, cudaMemcpyAsync(dst, inputs[i], bytes, cudaMemcpyHostToDevice, c->stream))) !=
+                INGOT_OK)
             return st;
         in->tptr[p->in_tensor[i]] = dst;
     }
@@ -915,8 +952,9 @@ ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig
     if ((st = run_instance(c, in, c->stream, err)) != INGOT_OK) return st;
     for (int32_t j = 0; j < p->n_outputs; j++) {
         size_t bytes = p->bufs[in->staging_out[j]].bytes;
-        if (bytes && (st = IG_CU(err, NULL, cudaMemcpyAsync(in->host_out[j], buf_base(c, p, in->staging_out[j]), bytes,
-                                                            cudaMemcpyDeviceToHost, c->stream))) != INGOT_OK)
+        if (bytes && (st = IG_CU(err, NULL,
+                                 cudaMemcpyAsync(in->host_out[j], buf_base(c, p, in->staging_out[j]), bytes,
+                                                 cudaMemcpyDeviceToHost, c->stream))) != INGOT_OK)
             return st;
     }
     st = IG_CU(err, NULL, cudaStreamSynchronize(c->stream));
@@ -943,8 +981,8 @@ ingot_status ig__cuda_ctx_output_shape(const ig_cuda_ctx *c, int32_t j, int32_t 
     return INGOT_OK;
 }
 
-const void *ig__cuda_ctx_host_output(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims,
-                                     ingot_dtype *dtype, size_t *bytes)
+const void *ig__cuda_ctx_host_output(const ig_cuda_ctx *c, int32_t j, int32_t *rank, int64_t *dims, ingot_dtype *dtype,
+                                     size_t *bytes)
 {
     if (ig__cuda_ctx_output_shape(c, j, rank, dims, dtype, bytes) != INGOT_OK) return NULL;
     return c->inst[c->cur]->host_out[j];
@@ -973,8 +1011,8 @@ void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out)
     out->tune_ms = in->tune_ms;
 }
 
-int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream,
-                             int64_t max, char (*labels)[96], double *ms, ig_err *err)
+int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream, int64_t max,
+                             char (*labels)[96], double *ms, ig_err *err)
 {
     instance *in = current(c, err);
     if (!in) return -1;
@@ -1007,11 +1045,17 @@ int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *co
         cudaEventElapsedTime(&t, ev[k], ev[k + 1]);
         ms[k] = t;
         const ig_cu_step *st = &p->steps[k];
-        const char *kind = st->kind == IG_ST_EW ? "ew" : st->kind == IG_ST_CONV ? "conv" : st->kind == IG_ST_GEMM ? "gemm"
-                         : st->kind == IG_ST_SOFTMAX ? "softmax" : st->kind == IG_ST_LAYERNORM ? "layernorm"
-                         : st->kind == IG_ST_REDUCE ? "reduce" : st->kind == IG_ST_POOL ? "pool"
-                         : st->kind == IG_ST_GATHER ? "gather" : st->kind == IG_ST_FILL ? "fill"
-                         : st->kind == IG_ST_DWCONV ? "dwconv" : "attention";
+        const char *kind = st->kind == IG_ST_EW          ? "ew"
+                           : st->kind == IG_ST_CONV      ? "conv"
+                           : st->kind == IG_ST_GEMM      ? "gemm"
+                           : st->kind == IG_ST_SOFTMAX   ? "softmax"
+                           : st->kind == IG_ST_LAYERNORM ? "layernorm"
+                           : st->kind == IG_ST_REDUCE    ? "reduce"
+                           : st->kind == IG_ST_POOL      ? "pool"
+                           : st->kind == IG_ST_GATHER    ? "gather"
+                           : st->kind == IG_ST_FILL      ? "fill"
+                           : st->kind == IG_ST_DWCONV    ? "dwconv"
+                                                         : "attention";
         snprintf(labels[k], 96, "%-9s %.80s", kind, label_of(p, st, lbl, sizeof lbl));
     }
     for (int64_t i = 0; i <= n; i++) cudaEventDestroy(ev[i]);

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #define GEMM_CANDIDATES 8
-#define GEMM_TUNE_REPS 5
+#define GEMM_TUNE_REPS  5
 
 struct ig_cu_gemm_prep {
     cublasLtMatmulDesc_t op;
@@ -72,8 +72,8 @@ static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_
     return s;
 }
 
-ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit,
-                                 size_t *ws_bytes, const char *label, ig_err *err)
+ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
+                                 const char *label, ig_err *err)
 {
     ig_cu_gemm *gm = &s->u.gemm;
     ingot_status st;
@@ -87,24 +87,37 @@ ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
         return st;
     cublasOperation_t ta = gm->b_trans ? CUBLAS_OP_T : CUBLAS_OP_N; /* cuBLASLt's A is our B */
     cublasOperation_t tb = gm->a_trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if ((st = IG_CUBLAS(err, label, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta))) != INGOT_OK)
+    if ((st = IG_CUBLAS(err, label,
+                        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta))) !=
+        INGOT_OK)
         return st;
-    if ((st = IG_CUBLAS(err, label, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb))) != INGOT_OK)
+    if ((st = IG_CUBLAS(err, label,
+                        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb))) !=
+        INGOT_OK)
         return st;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     bool bias = gm->bias >= 0;
-    if (gm->epi == IG_EPI_RELU) epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-    else if (gm->epi == IG_EPI_GELU) epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-    else if (bias) epi = CUBLASLT_EPILOGUE_BIAS;
-    if ((st = IG_CUBLAS(err, label, cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi))) != INGOT_OK)
+    if (gm->epi == IG_EPI_RELU)
+        epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    else if (gm->epi == IG_EPI_GELU)
+        epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    else if (bias)
+        epi = CUBLASLT_EPILOGUE_BIAS;
+    if ((st = IG_CUBLAS(err, label,
+                        cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi))) !=
+        INGOT_OK)
         return st;
     /* col-major views: our B (k x n row-major) is n x k col-major; our A (m x k) is k x m; D is n x m */
     int64_t arows = gm->b_trans ? gm->k : gm->n, acols = gm->b_trans ? gm->n : gm->k;
     int64_t brows = gm->a_trans ? gm->m : gm->k, bcols = gm->a_trans ? gm->k : gm->m;
-    if ((st = IG_CUBLAS(err, label, layout(&g->la, ct, arows, acols, gm->ldb, gm->batch, gm->sb))) != INGOT_OK) return st;
-    if ((st = IG_CUBLAS(err, label, layout(&g->lb, ct, brows, bcols, gm->lda, gm->batch, gm->sa))) != INGOT_OK) return st;
-    if ((st = IG_CUBLAS(err, label, layout(&g->lc, ct, gm->n, gm->m, gm->ldc, gm->batch, gm->sc))) != INGOT_OK) return st;
-    if ((st = IG_CUBLAS(err, label, layout(&g->ld, ct, gm->n, gm->m, gm->ldd, gm->batch, gm->sd))) != INGOT_OK) return st;
+    if ((st = IG_CUBLAS(err, label, layout(&g->la, ct, arows, acols, gm->ldb, gm->batch, gm->sb))) != INGOT_OK)
+        return st;
+    if ((st = IG_CUBLAS(err, label, layout(&g->lb, ct, brows, bcols, gm->lda, gm->batch, gm->sa))) != INGOT_OK)
+        return st;
+    if ((st = IG_CUBLAS(err, label, layout(&g->lc, ct, gm->n, gm->m, gm->ldc, gm->batch, gm->sc))) != INGOT_OK)
+        return st;
+    if ((st = IG_CUBLAS(err, label, layout(&g->ld, ct, gm->n, gm->m, gm->ldd, gm->batch, gm->sd))) != INGOT_OK)
+        return st;
     if ((st = IG_CUBLAS(err, label, cublasLtMatmulPreferenceCreate(&g->pref))) != INGOT_OK) return st;
     uint64_t lim = ws_limit;
     cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lim, sizeof lim);
@@ -115,13 +128,15 @@ ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof al[2]);
     cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], sizeof al[3]);
     int n = 0;
-    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(L->lt, g->op, g->la, g->lb, g->lc, g->ld, g->pref,
-                                                       GEMM_CANDIDATES, g->cand, &n);
+    cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(L->lt, g->op, g->la, g->lb, g->lc, g->ld, g->pref, GEMM_CANDIDATES, g->cand, &n);
     if (hs != CUBLAS_STATUS_SUCCESS || n == 0)
-        return ig__errf(err, INGOT_ERR_CUBLAS, "node %s: cuBLASLt has no algorithm for %s %lld x %lld x %lld (batch "
-                        "%lld, transA %d, transB %d, epilogue %d): %s", label, ingot_dtype_name(dt),
-                        (long long)gm->m, (long long)gm->n, (long long)gm->k, (long long)gm->batch, gm->a_trans,
-                        gm->b_trans, (int)epi, hs == CUBLAS_STATUS_SUCCESS ? "no result" : "heuristic failed");
+        return ig__errf(err, INGOT_ERR_CUBLAS,
+                        "node %s: cuBLASLt has no algorithm for %s %lld x %lld x %lld (batch "
+                        "%lld, transA %d, transB %d, epilogue %d): %s",
+                        label, ingot_dtype_name(dt), (long long)gm->m, (long long)gm->n, (long long)gm->k,
+                        (long long)gm->batch, gm->a_trans, gm->b_trans, (int)epi,
+                        hs == CUBLAS_STATUS_SUCCESS ? "no result" : "heuristic failed");
     g->n_cand = n;
     size_t ws = 0;
     for (int i = 0; i < n; i++)

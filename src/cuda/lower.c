@@ -60,14 +60,18 @@ typedef struct lower {
     const ig_graph *g;
     const ig_cu_lower_options *o;
     ig_err *err;
-    bool *done;         /* [n_nodes] lowered or absorbed */
-    int32_t *pos;       /* [n_nodes] position in g->order */
-    int32_t *cons_off;  /* [n_values + 1] CSR of consumer nodes (each node once per value) */
+    bool *done;        /* [n_nodes] lowered or absorbed */
+    int32_t *pos;      /* [n_nodes] position in g->order */
+    int32_t *cons_off; /* [n_values + 1] CSR of consumer nodes (each node once per value) */
     int32_t *cons;
-    bool *is_output;    /* [n_values] */
+    bool *is_output;         /* [n_values] */
+    struct attn_plan **attn; /* [n_nodes] fused attention emitted at this (second) MatMul, or NULL */
 } lower;
 
-static ingot_status oom(lower *L) { return ig__errf(L->err, INGOT_ERR_OUT_OF_MEMORY, "out of memory lowering the graph"); }
+static ingot_status oom(lower *L)
+{
+    return ig__errf(L->err, INGOT_ERR_OUT_OF_MEMORY, "out of memory lowering the graph");
+}
 
 static ingot_status fail_node(lower *L, int32_t node, ingot_status st, const char *fmt, ...) IG_PRINTF(4, 5);
 static ingot_status fail_node(lower *L, int32_t node, ingot_status st, const char *fmt, ...)
@@ -305,13 +309,13 @@ static int32_t get(lower *L, int32_t v)
 
 typedef struct ew_prog {
     int32_t n_in;
-    int32_t in[IG_EW_MAX_IN];      /* tensors */
-    int32_t in_val[IG_EW_MAX_IN];  /* graph values loaded (-1 for internal tensors) */
-    int32_t in_reg[IG_EW_MAX_IN];  /* register holding the loaded input, -1 when not (or no longer) */
+    int32_t in[IG_EW_MAX_IN];     /* tensors */
+    int32_t in_val[IG_EW_MAX_IN]; /* graph values loaded (-1 for internal tensors) */
+    int32_t in_reg[IG_EW_MAX_IN]; /* register holding the loaded input, -1 when not (or no longer) */
     int32_t n_ops;
     ig_ew_op ops[IG_EW_MAX_OPS];
     bool reg_used[IG_EW_NREG];
-    int32_t result;                /* register of the current value */
+    int32_t result; /* register of the current value */
     bool int_math;
 } ew_prog;
 
@@ -399,8 +403,9 @@ static ingot_status ew_finish(lower *L, int32_t node_id, const char *what, const
     for (int i = 0; i < e->n_in; i++) {
         w->in[i] = e->in[i];
         const ig_cu_tensor *t = &p->tensors[e->in[i]];
-        if (t->rank > r) return ig__errf(L->err, INGOT_ERR_INTERNAL, "elementwise input of rank %d into rank %d",
-                                         (int)t->rank, (int)r);
+        if (t->rank > r)
+            return ig__errf(L->err, INGOT_ERR_INTERNAL, "elementwise input of rank %d into rank %d", (int)t->rank,
+                            (int)r);
         int32_t pad = r - t->rank;
         for (int32_t k = 0; k < r; k++) {
             if (k < pad) {
@@ -408,11 +413,13 @@ static ingot_status ew_finish(lower *L, int32_t node_id, const char *what, const
                 continue;
             }
             int64_t d = t->dims[k - pad];
-            if (d == dims[k]) ist[i][k] = t->strides[k - pad];
-            else if (d == 1) ist[i][k] = 0;
+            if (d == dims[k])
+                ist[i][k] = t->strides[k - pad];
+            else if (d == 1)
+                ist[i][k] = 0;
             else
-                return ig__errf(L->err, INGOT_ERR_INTERNAL, "elementwise input dim %" PRId64 " against %" PRId64,
-                                d, dims[k]);
+                return ig__errf(L->err, INGOT_ERR_INTERNAL, "elementwise input dim %" PRId64 " against %" PRId64, d,
+                                dims[k]);
         }
         a->in_dtype[i] = t->dtype;
     }
@@ -536,8 +543,8 @@ static int32_t ensure_contig(lower *L, int32_t node_id, int32_t t)
 /* ---- views ------------------------------------------------------------------------------------------- */
 
 /* Strides for viewing (dims, strides) as new_dims without moving data, or false (PyTorch's rule). */
-static bool view_strides(int32_t rank, const int64_t *dims, const int64_t *strides, int32_t nrank,
-                         const int64_t *ndims, int64_t *nstrides)
+static bool view_strides(int32_t rank, const int64_t *dims, const int64_t *strides, int32_t nrank, const int64_t *ndims,
+                         int64_t *nstrides)
 {
     size_t numel = numel_of(rank, dims);
     if (numel == 0 || rank == 0) {
@@ -629,16 +636,45 @@ static int32_t norm_axis(int64_t a, int32_t rank) { return (int32_t)(a < 0 ? a +
 static bool is_ew_op(int32_t op)
 {
     switch (op) {
-    case IG_OP_sqrt: case IG_OP_erf: case IG_OP_exp: case IG_OP_log: case IG_OP_neg: case IG_OP_abs:
-    case IG_OP_reciprocal: case IG_OP_tanh: case IG_OP_sigmoid: case IG_OP_relu: case IG_OP_leaky_relu:
-    case IG_OP_clip: case IG_OP_hard_sigmoid: case IG_OP_hard_swish: case IG_OP_gelu: case IG_OP_softplus:
-    case IG_OP_mish: case IG_OP_is_nan: case IG_OP_not: case IG_OP_cast: case IG_OP_add: case IG_OP_sub:
-    case IG_OP_mul: case IG_OP_div: case IG_OP_pow: case IG_OP_mod: case IG_OP_max: case IG_OP_min:
-    case IG_OP_prelu: case IG_OP_equal: case IG_OP_greater: case IG_OP_less: case IG_OP_greater_or_equal:
-    case IG_OP_less_or_equal: case IG_OP_and: case IG_OP_or: case IG_OP_where: case IG_OP_batch_normalization:
-        return true;
-    default:
-        return false;
+    case IG_OP_sqrt:
+    case IG_OP_erf:
+    case IG_OP_exp:
+    case IG_OP_log:
+    case IG_OP_neg:
+    case IG_OP_abs:
+    case IG_OP_reciprocal:
+    case IG_OP_tanh:
+    case IG_OP_sigmoid:
+    case IG_OP_relu:
+    case IG_OP_leaky_relu:
+    case IG_OP_clip:
+    case IG_OP_hard_sigmoid:
+    case IG_OP_hard_swish:
+    case IG_OP_gelu:
+    case IG_OP_softplus:
+    case IG_OP_mish:
+    case IG_OP_is_nan:
+    case IG_OP_not:
+    case IG_OP_cast:
+    case IG_OP_add:
+    case IG_OP_sub:
+    case IG_OP_mul:
+    case IG_OP_div:
+    case IG_OP_pow:
+    case IG_OP_mod:
+    case IG_OP_max:
+    case IG_OP_min:
+    case IG_OP_prelu:
+    case IG_OP_equal:
+    case IG_OP_greater:
+    case IG_OP_less:
+    case IG_OP_greater_or_equal:
+    case IG_OP_less_or_equal:
+    case IG_OP_and:
+    case IG_OP_or:
+    case IG_OP_where:
+    case IG_OP_batch_normalization: return true;
+    default: return false;
     }
 }
 
@@ -711,8 +747,8 @@ typedef struct group {
     ew_prog e;
     int32_t members[IG_EW_MAX_OPS];
     int32_t n_members;
-    int32_t cur_value;       /* the value the program's result holds */
-    int32_t reg_of_val[4];   /* up to 4 group-internal values still in registers */
+    int32_t cur_value;     /* the value the program's result holds */
+    int32_t reg_of_val[4]; /* up to 4 group-internal values still in registers */
     int32_t val_of_reg[4];
     int32_t n_internal;
 } group;
@@ -771,22 +807,27 @@ static bool group_add(lower *L, group *G, int32_t id)
     int32_t used[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
     int n_used = 0;
     int dst_reg;
-#define OPND(var, v)                                                                                    \
-    do {                                                                                                \
-        used[n_used++] = (v);                                                                           \
-        (var) = group_operand(L, G, (v), &k_used, &k);                                                  \
-        if ((var) < 0) goto no_room;                                                                    \
+#define OPND(var, v)                                   \
+    do {                                               \
+        used[n_used++] = (v);                          \
+        (var) = group_operand(L, G, (v), &k_used, &k); \
+        if ((var) < 0) goto no_room;                   \
     } while (0)
     if (G->n_members > IG_EW_MAX_OPS) goto no_room;
     switch (n->op) {
     case IG_OP_cast: {
         ingot_dtype to = (ingot_dtype)ig__attr_int(n, "to", 0);
         OPND(a, n->inputs[0]);
-        if (to == INGOT_DTYPE_FLOAT16) code = IG_EW_TO_F16;
-        else if (to == INGOT_DTYPE_BFLOAT16) code = IG_EW_TO_BF16;
-        else if (to == INGOT_DTYPE_BOOL) code = IG_EW_TO_BOOL;
-        else if (ig__dtype_is_int(to)) code = IG_EW_TO_INT;
-        else code = IG_EW_COPY;
+        if (to == INGOT_DTYPE_FLOAT16)
+            code = IG_EW_TO_F16;
+        else if (to == INGOT_DTYPE_BFLOAT16)
+            code = IG_EW_TO_BF16;
+        else if (to == INGOT_DTYPE_BOOL)
+            code = IG_EW_TO_BOOL;
+        else if (ig__dtype_is_int(to))
+            code = IG_EW_TO_INT;
+        else
+            code = IG_EW_COPY;
         break;
     }
     case IG_OP_clip: {
@@ -1164,17 +1205,27 @@ static ingot_status lower_dwconv(lower *L, int32_t id, int32_t xt, const int64_t
         a->xs[q] = x.strides[q];
         a->ys[q] = y->strides[q];
     }
-    a->kh = (int32_t)kk[0]; a->kw = (int32_t)kk[1];
-    a->sh = (int32_t)st[0]; a->sw = (int32_t)st[1];
-    a->ph = (int32_t)pb[0]; a->pw = (int32_t)pb[1];
-    a->dh = (int32_t)dl[0]; a->dw = (int32_t)dl[1];
+    a->kh = (int32_t)kk[0];
+    a->kw = (int32_t)kk[1];
+    a->sh = (int32_t)st[0];
+    a->sw = (int32_t)st[1];
+    a->ph = (int32_t)pb[0];
+    a->pw = (int32_t)pb[1];
+    a->dh = (int32_t)dl[0];
+    a->dw = (int32_t)dl[1];
     s->u.dw.x = xt;
     s->u.dw.w = wt;
     s->u.dw.b = bt;
     s->u.dw.y = yt;
     L->done[id] = true;
-    if (bn >= 0) { L->done[bn] = true; L->p->n_fused++; }
-    if (act_node >= 0) { L->done[act_node] = true; L->p->n_fused++; }
+    if (bn >= 0) {
+        L->done[bn] = true;
+        L->p->n_fused++;
+    }
+    if (act_node >= 0) {
+        L->done[act_node] = true;
+        L->p->n_fused++;
+    }
     L->p->val_tensor[cur] = yt;
     return INGOT_OK;
 }
@@ -1184,7 +1235,8 @@ static ingot_status lower_conv(lower *L, int32_t id)
     const ig_node *n = node(L, id);
     int32_t xv = n->inputs[0], wv = in_id(L, id, 1), bv = in_id(L, id, 2), yv = n->outputs[0];
     if (!is_const(L, wv)) return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the filter must be a constant");
-    if (bv >= 0 && !is_const(L, bv)) return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the bias must be a constant");
+    if (bv >= 0 && !is_const(L, bv))
+        return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the bias must be a constant");
     const ig_value *w = val(L, wv);
     int32_t rank = val(L, xv)->shape.rank;
     if (rank != 4 && rank != 3)
@@ -1227,7 +1279,8 @@ static ingot_status lower_conv(lower *L, int32_t id)
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
         int32_t ot = other >= 0 && !is_const(L, other) ? L->p->val_tensor[other] : -1;
-        if (an->inputs[0] != an->inputs[1] && ot >= 0 && same_shape(L, other, cur) && same_shape(L, an->outputs[0], cur)) {
+        if (an->inputs[0] != an->inputs[1] && ot >= 0 && same_shape(L, other, cur) &&
+            same_shape(L, an->outputs[0], cur)) {
             int32_t r = sole_consumer(L, an->outputs[0]);
             /* the residual goes through cuDNN only together with a ReLU (the fused call needs one) */
             if (r >= 0 && !L->done[r] && node(L, r)->op == IG_OP_relu) {
@@ -1253,7 +1306,13 @@ static ingot_status lower_conv(lower *L, int32_t id)
         xt = new_tensor(L, x.buf, x.dtype, 4, d4, s4, x.offset);
         if (xt < 0) return oom(L);
         x = *T(L, xt);
-        xin[1] = xin[0]; yout[1] = yout[0]; kk[1] = kk[0]; st[1] = st[0]; dl[1] = dl[0]; pb[1] = pb[0]; pe[1] = pe[0];
+        xin[1] = xin[0];
+        yout[1] = yout[0];
+        kk[1] = kk[0];
+        st[1] = st[0];
+        dl[1] = dl[0];
+        pb[1] = pb[0];
+        pe[1] = pe[0];
         xin[0] = yout[0] = kk[0] = st[0] = dl[0] = 1;
         pb[0] = pe[0] = 0;
     }
@@ -1306,7 +1365,8 @@ static ingot_status lower_conv(lower *L, int32_t id)
     int64_t K = w->shape.d[0].n;
     rw.n_out = (int32_t)K;
     rw.bytes = (size_t)value_numel(w) * ingot_dtype_size(rw.dtype);
-    int64_t wd[4] = {K, w->shape.d[1].n, rank == 4 ? w->shape.d[2].n : 1, rank == 4 ? w->shape.d[3].n : w->shape.d[2].n};
+    int64_t wd[4] = {K, w->shape.d[1].n, rank == 4 ? w->shape.d[2].n : 1,
+                     rank == 4 ? w->shape.d[3].n : w->shape.d[2].n};
     int32_t wt = weight_tensor(L, &rw, 4, wd, NULL);
     if (wt < 0) return oom(L);
     rb = rw;
@@ -1330,8 +1390,8 @@ static ingot_status lower_conv(lower *L, int32_t id)
     /* 1x1, stride 1, channels-last: a GEMM [N*H*W, C] x [C, K] through cuBLASLt, with bias, residual
      * (as C, beta 1) and ReLU in its epilogue -- cuBLASLt's kernels beat cuDNN's here at every batch */
     int32_t zt0 = zv >= 0 ? L->p->val_tensor[zv] : -1;
-    if (want_nhwc && kk[0] == 1 && kk[1] == 1 && st[0] == 1 && st[1] == 1 && pb[0] == 0 && pb[1] == 0 &&
-        pe[0] == 0 && pe[1] == 0 && group_n == 1 && tensor_nhwc(T(L, xt)) && (zt0 < 0 || tensor_nhwc(T(L, zt0)))) {
+    if (want_nhwc && kk[0] == 1 && kk[1] == 1 && st[0] == 1 && st[1] == 1 && pb[0] == 0 && pb[1] == 0 && pe[0] == 0 &&
+        pe[1] == 0 && group_n == 1 && tensor_nhwc(T(L, xt)) && (zt0 < 0 || tensor_nhwc(T(L, zt0)))) {
         ig_cu_tensor xx = *T(L, xt);
         int64_t M = yd[0] * yd[2] * yd[3], C = xx.dims[1];
         int64_t ad[2] = {M, C}, as[2] = {C, 1}, bd2[2] = {C, K}, bs2[2] = {1, C}, dd[2] = {M, K}, ds[2] = {K, 1};
@@ -1360,9 +1420,18 @@ static ingot_status lower_conv(lower *L, int32_t id)
         if (!gs) return oom(L);
         gs->u.gemm = g;
         L->done[id] = true;
-        if (bn >= 0) { L->done[bn] = true; L->p->n_fused++; }
-        if (add_node >= 0) { L->done[add_node] = true; L->p->n_fused++; }
-        if (relu_node >= 0) { L->done[relu_node] = true; L->p->n_fused++; }
+        if (bn >= 0) {
+            L->done[bn] = true;
+            L->p->n_fused++;
+        }
+        if (add_node >= 0) {
+            L->done[add_node] = true;
+            L->p->n_fused++;
+        }
+        if (relu_node >= 0) {
+            L->done[relu_node] = true;
+            L->p->n_fused++;
+        }
         L->p->val_tensor[cur] = yt;
         return INGOT_OK;
     }
@@ -1389,7 +1458,8 @@ static ingot_status lower_conv(lower *L, int32_t id)
         ig_cu_tensor z = *T(L, zt);
         bool ok = want_nhwc ? tensor_nhwc(&z) : ig__cu_tensor_contig(&z);
         if (!ok) {
-            if (want_nhwc && L->p->val_nhwc[zv] >= 0) zt = L->p->val_nhwc[zv];
+            if (want_nhwc && L->p->val_nhwc[zv] >= 0)
+                zt = L->p->val_nhwc[zv];
             else {
                 /* materialise after the conv step was created: move the conv step behind the copy */
                 ig_cu_step conv_copy = *s;
@@ -1407,9 +1477,18 @@ static ingot_status lower_conv(lower *L, int32_t id)
         cv->z = zt;
     }
     L->done[id] = true;
-    if (bn >= 0) { L->done[bn] = true; L->p->n_fused++; }
-    if (add_node >= 0) { L->done[add_node] = true; L->p->n_fused++; }
-    if (relu_node >= 0) { L->done[relu_node] = true; L->p->n_fused++; }
+    if (bn >= 0) {
+        L->done[bn] = true;
+        L->p->n_fused++;
+    }
+    if (add_node >= 0) {
+        L->done[add_node] = true;
+        L->p->n_fused++;
+    }
+    if (relu_node >= 0) {
+        L->done[relu_node] = true;
+        L->p->n_fused++;
+    }
 
     /* ReLU fused: the conv's output is the chain's output */
     int32_t out_t = yt;
@@ -1598,7 +1677,11 @@ static bool is_gelu_chain(lower *L, int32_t x, int32_t *nodes, int32_t *out)
             const ig_node *hn = node(L, h);
             int32_t half = hn->inputs[0] == mn->outputs[0] ? hn->inputs[1] : hn->inputs[0];
             if (!const_scalar(L, half, &k) || k != 0.5) continue;
-            nodes[0] = d; nodes[1] = e; nodes[2] = a; nodes[3] = m; nodes[4] = h;
+            nodes[0] = d;
+            nodes[1] = e;
+            nodes[2] = a;
+            nodes[3] = m;
+            nodes[4] = h;
             *out = hn->outputs[0];
             return true;
         }
@@ -1609,7 +1692,11 @@ static bool is_gelu_chain(lower *L, int32_t x, int32_t *nodes, int32_t *out)
             if (!((fn->inputs[0] == mn->outputs[0] && fn->inputs[1] == an->outputs[0]) ||
                   (fn->inputs[1] == mn->outputs[0] && fn->inputs[0] == an->outputs[0])))
                 continue;
-            nodes[0] = d; nodes[1] = e; nodes[2] = a; nodes[3] = m; nodes[4] = mm;
+            nodes[0] = d;
+            nodes[1] = e;
+            nodes[2] = a;
+            nodes[3] = m;
+            nodes[4] = mm;
             *out = fn->outputs[0];
             return true;
         }
@@ -1702,9 +1789,8 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
     if (bias_t < 0 && c_t < 0 && c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_add) {
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
-        if (other >= 0 && is_const(L, other) && value_numel(val(L, other)) == N &&
-            val(L, other)->shape.rank >= 1 && val(L, other)->shape.d[val(L, other)->shape.rank - 1].n == N &&
-            same_shape(L, an->outputs[0], cur)) {
+        if (other >= 0 && is_const(L, other) && value_numel(val(L, other)) == N && val(L, other)->shape.rank >= 1 &&
+            val(L, other)->shape.d[val(L, other)->shape.rank - 1].n == N && same_shape(L, an->outputs[0], cur)) {
             bias_t = const_tensor(L, other, dt, 1.f);
             if (bias_t < 0) return oom(L);
             claimed[n_claimed++] = c;
@@ -1717,8 +1803,8 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
         int32_t ot = other >= 0 && !is_const(L, other) ? L->p->val_tensor[other] : -1;
-        if (an->inputs[0] != an->inputs[1] && ot >= 0 && same_shape(L, other, cur) &&
-            ig__cu_tensor_contig(T(L, ot)) && T(L, ot)->dtype == dt) {
+        if (an->inputs[0] != an->inputs[1] && ot >= 0 && same_shape(L, other, cur) && ig__cu_tensor_contig(T(L, ot)) &&
+            T(L, ot)->dtype == dt) {
             c_t = ot;
             cbeta = 1.f;
             claimed[n_claimed++] = c;
@@ -1732,7 +1818,8 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
         epi = IG_EPI_RELU;
         claimed[n_claimed++] = c;
         cur = node(L, c)->outputs[0];
-    } else if (L->o->gelu_epilogue && L->p->fdt == INGOT_DTYPE_FLOAT16 && is_gelu_chain(L, cur, gelu_nodes, &gelu_out)) {
+    } else if (L->o->gelu_epilogue && L->p->fdt == INGOT_DTYPE_FLOAT16 &&
+               is_gelu_chain(L, cur, gelu_nodes, &gelu_out)) {
         epi = IG_EPI_GELU;
         for (int i = 0; i < 5; i++) claimed[n_claimed++] = gelu_nodes[i];
         cur = gelu_out;
@@ -1864,7 +1951,8 @@ static void softmax_nan_fold(lower *L, ig_cu_step *step, int32_t sm_out, int32_t
         int32_t isn = sw ? c1 : c0, wh = sw ? c0 : c1;
         const ig_node *in = node(L, isn), *w = node(L, wh);
         if (in->op != IG_OP_is_nan || w->op != IG_OP_where || L->done[isn] || L->done[wh]) continue;
-        if (sole_consumer(L, in->outputs[0]) != wh || w->inputs[0] != in->outputs[0] || w->inputs[2] != sm_out) continue;
+        if (sole_consumer(L, in->outputs[0]) != wh || w->inputs[0] != in->outputs[0] || w->inputs[2] != sm_out)
+            continue;
         double z;
         if (!const_scalar(L, w->inputs[1], &z) || z != 0.0) continue;
         step->u.softmax.args.zero_nan = 1;
@@ -1930,11 +2018,15 @@ static ingot_status lower_layernorm(lower *L, int32_t id)
     for (int32_t k = ax; k < x.rank; k++) cols *= x.dims[k];
     int32_t sv = in_id(L, id, 1), bv = in_id(L, id, 2);
     int32_t gt, bt = -1;
-    if (is_const(L, sv)) gt = const_tensor(L, sv, INGOT_DTYPE_FLOAT, 1.f);
-    else gt = ensure_contig(L, id, get(L, sv));
+    if (is_const(L, sv))
+        gt = const_tensor(L, sv, INGOT_DTYPE_FLOAT, 1.f);
+    else
+        gt = ensure_contig(L, id, get(L, sv));
     if (bv >= 0) {
-        if (is_const(L, bv)) bt = const_tensor(L, bv, INGOT_DTYPE_FLOAT, 1.f);
-        else bt = ensure_contig(L, id, get(L, bv));
+        if (is_const(L, bv))
+            bt = const_tensor(L, bv, INGOT_DTYPE_FLOAT, 1.f);
+        else
+            bt = ensure_contig(L, id, get(L, bv));
     }
     if (gt < 0 || (bv >= 0 && bt < 0)) return L->err->status ? L->err->status : oom(L);
     if ((int64_t)ig__cu_tensor_numel(T(L, gt)) != cols || (bt >= 0 && (int64_t)ig__cu_tensor_numel(T(L, bt)) != cols))
@@ -1959,7 +2051,8 @@ static ingot_status lower_layernorm(lower *L, int32_t id)
 }
 
 /* Reduce x over the axes in `red` (bool per axis) into a dense output of the value's shape. */
-static ingot_status emit_reduce(lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv, int select_last)
+static ingot_status emit_reduce(lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv,
+                                int select_last)
 {
     ig_cu_tensor x = *T(L, xt);
     ig_cu_step *s = new_step(L, IG_ST_REDUCE, id, NULL);
@@ -1974,12 +2067,14 @@ static ingot_status emit_reduce(lower *L, int32_t id, int32_t xt, const bool *re
     for (int32_t k = 0; k < x.rank; k++) {
         if (x.dims[k] == 1 && !(kind >= IG_RED_ARGMAX && red[k])) continue;
         if (red[k]) {
-            if (a->red_rank >= IG_EW_MAX_RANK) return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "too many reduced dims");
+            if (a->red_rank >= IG_EW_MAX_RANK)
+                return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "too many reduced dims");
             a->red_dims[a->red_rank] = x.dims[k];
             a->red_xstrides[a->red_rank++] = x.strides[k];
             a->n_red *= x.dims[k];
         } else {
-            if (a->out_rank >= IG_EW_MAX_RANK) return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "too many kept dims");
+            if (a->out_rank >= IG_EW_MAX_RANK)
+                return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "too many kept dims");
             a->out_dims[a->out_rank] = x.dims[k];
             a->out_xstrides[a->out_rank++] = x.strides[k];
             a->n_out *= x.dims[k];
@@ -2010,7 +2105,8 @@ static ingot_status lower_reduce(lower *L, int32_t id)
     int kind;
     int select_last = 0;
     switch (n->op) {
-    case IG_OP_global_average_pool: case IG_OP_global_max_pool:
+    case IG_OP_global_average_pool:
+    case IG_OP_global_max_pool:
         for (int32_t k = 2; k < rank; k++) red[k] = true;
         return emit_reduce(L, id, xt, red, n->op == IG_OP_global_max_pool ? IG_RED_MAX : IG_RED_MEAN, n->outputs[0], 0);
     case IG_OP_arg_max: {
@@ -2087,16 +2183,43 @@ static ingot_status lower_pool(lower *L, int32_t id)
     p->n = x.dims[0];
     p->c = x.dims[1];
     if (sp == 2) {
-        p->h = x.dims[2]; p->w = x.dims[3]; p->oh = od[2]; p->ow = od[3];
-        for (int k = 0; k < 4; k++) { p->xs[k] = x.strides[k]; p->ys[k] = yv.strides[k]; }
-        p->kh = (int32_t)kk[0]; p->kw = (int32_t)kk[1]; p->sh = (int32_t)st[0]; p->sw = (int32_t)st[1];
-        p->ph = (int32_t)pb[0]; p->pw = (int32_t)pb[1]; p->dh = (int32_t)dl[0]; p->dw = (int32_t)dl[1];
+        p->h = x.dims[2];
+        p->w = x.dims[3];
+        p->oh = od[2];
+        p->ow = od[3];
+        for (int k = 0; k < 4; k++) {
+            p->xs[k] = x.strides[k];
+            p->ys[k] = yv.strides[k];
+        }
+        p->kh = (int32_t)kk[0];
+        p->kw = (int32_t)kk[1];
+        p->sh = (int32_t)st[0];
+        p->sw = (int32_t)st[1];
+        p->ph = (int32_t)pb[0];
+        p->pw = (int32_t)pb[1];
+        p->dh = (int32_t)dl[0];
+        p->dw = (int32_t)dl[1];
     } else {
-        p->h = 1; p->w = x.dims[2]; p->oh = 1; p->ow = od[2];
-        p->xs[0] = x.strides[0]; p->xs[1] = x.strides[1]; p->xs[2] = 0; p->xs[3] = x.strides[2];
-        p->ys[0] = yv.strides[0]; p->ys[1] = yv.strides[1]; p->ys[2] = 0; p->ys[3] = yv.strides[2];
-        p->kh = 1; p->kw = (int32_t)kk[0]; p->sh = 1; p->sw = (int32_t)st[0];
-        p->ph = 0; p->pw = (int32_t)pb[0]; p->dh = 1; p->dw = (int32_t)dl[0];
+        p->h = 1;
+        p->w = x.dims[2];
+        p->oh = 1;
+        p->ow = od[2];
+        p->xs[0] = x.strides[0];
+        p->xs[1] = x.strides[1];
+        p->xs[2] = 0;
+        p->xs[3] = x.strides[2];
+        p->ys[0] = yv.strides[0];
+        p->ys[1] = yv.strides[1];
+        p->ys[2] = 0;
+        p->ys[3] = yv.strides[2];
+        p->kh = 1;
+        p->kw = (int32_t)kk[0];
+        p->sh = 1;
+        p->sw = (int32_t)st[0];
+        p->ph = 0;
+        p->pw = (int32_t)pb[0];
+        p->dh = 1;
+        p->dw = (int32_t)dl[0];
     }
     s->u.pool.x = xt;
     s->u.pool.y = yt;
@@ -2174,11 +2297,15 @@ static ingot_status lower_slice(lower *L, int32_t id)
     if (n->opset < 10) {
         const int64_t *a = NULL;
         int64_t na = 0;
-        if (ig__attr_ints(n, "starts", &a, &na)) for (int64_t i = 0; i < na && i < IG_MAX_RANK; i++) starts[ns++] = a[i];
-        if (ig__attr_ints(n, "ends", &a, &na)) for (int64_t i = 0; i < na && i < IG_MAX_RANK; i++) ends[ne++] = a[i];
-        if (ig__attr_ints(n, "axes", &a, &na)) for (int64_t i = 0; i < na && i < IG_MAX_RANK; i++) axes[nax++] = a[i];
+        if (ig__attr_ints(n, "starts", &a, &na))
+            for (int64_t i = 0; i < na && i < IG_MAX_RANK; i++) starts[ns++] = a[i];
+        if (ig__attr_ints(n, "ends", &a, &na))
+            for (int64_t i = 0; i < na && i < IG_MAX_RANK; i++) ends[ne++] = a[i];
+        if (ig__attr_ints(n, "axes", &a, &na))
+            for (int64_t i = 0; i < na && i < IG_MAX_RANK; i++) axes[nax++] = a[i];
     } else {
-        if (!const_ints(L, in_id(L, id, 1), starts, IG_MAX_RANK, &ns) || !const_ints(L, in_id(L, id, 2), ends, IG_MAX_RANK, &ne))
+        if (!const_ints(L, in_id(L, id, 1), starts, IG_MAX_RANK, &ns) ||
+            !const_ints(L, in_id(L, id, 2), ends, IG_MAX_RANK, &ne))
             return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "starts/ends must be constants");
         if (in_id(L, id, 3) >= 0 && !const_ints(L, in_id(L, id, 3), axes, IG_MAX_RANK, &nax))
             return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "axes must be a constant");
@@ -2193,8 +2320,10 @@ static ingot_status lower_slice(lower *L, int32_t id)
         int32_t ax = norm_axis(axes[i], x.rank);
         int64_t step = nst ? steps[i] : 1, dim = x.dims[ax], s = starts[i];
         if (s < 0) s += dim;
-        if (step > 0) s = s < 0 ? 0 : s > dim ? dim : s;
-        else s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+        if (step > 0)
+            s = s < 0 ? 0 : s > dim ? dim : s;
+        else
+            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
         v.dims[ax] = y->shape.d[ax].n;
         if (v.dims[ax] > 0) v.offset += s * x.strides[ax];
         v.strides[ax] = x.strides[ax] * step;
@@ -2271,7 +2400,10 @@ static ingot_status lower_expand(lower *L, int32_t id)
     int32_t orank = value_dims(L, n->outputs[0], od);
     int32_t pad = orank - x.rank;
     for (int32_t k = 0; k < orank; k++) {
-        if (k < pad) { os[k] = 0; continue; }
+        if (k < pad) {
+            os[k] = 0;
+            continue;
+        }
         os[k] = x.dims[k - pad] == od[k] ? x.strides[k - pad] : 0;
     }
     int32_t t = new_tensor(L, x.buf, x.dtype, orank, od, os, x.offset);
@@ -2317,7 +2449,8 @@ static ingot_status lower_pad(lower *L, int32_t id)
     if (n->opset < 11) {
         const int64_t *a = NULL;
         int64_t na = 0;
-        if (ig__attr_ints(n, "pads", &a, &na)) for (int64_t i = 0; i < na && i < 2 * IG_MAX_RANK; i++) pads[np++] = a[i];
+        if (ig__attr_ints(n, "pads", &a, &na))
+            for (int64_t i = 0; i < na && i < 2 * IG_MAX_RANK; i++) pads[np++] = a[i];
         value = ig__attr_float(n, "value", 0.f);
     } else {
         if (!const_ints(L, in_id(L, id, 1), pads, 2 * IG_MAX_RANK, &np))
@@ -2352,11 +2485,19 @@ static ingot_status lower_pad(lower *L, int32_t id)
     fs->u.fill.y = yt;
     uint64_t bits = 0;
     switch (x.dtype) {
-    case INGOT_DTYPE_FLOAT: { float f = (float)value; memcpy(&bits, &f, 4); break; }
+    case INGOT_DTYPE_FLOAT: {
+        float f = (float)value;
+        memcpy(&bits, &f, 4);
+        break;
+    }
     case INGOT_DTYPE_FLOAT16: bits = ig__f32_to_f16((float)value); break;
     case INGOT_DTYPE_BFLOAT16: bits = ig__f32_to_bf16((float)value); break;
     case INGOT_DTYPE_DOUBLE: memcpy(&bits, &value, 8); break;
-    default: { int64_t i = (int64_t)value; memcpy(&bits, &i, 8); break; }
+    default: {
+        int64_t i = (int64_t)value;
+        memcpy(&bits, &i, 8);
+        break;
+    }
     }
     fs->u.fill.bits = bits;
     ig_cu_tensor in = *T(L, yt);
@@ -2390,12 +2531,20 @@ static ingot_status lower_constant_of_shape(lower *L, int32_t id)
     s->u.fill.y = yt;
     uint64_t bits = 0;
     switch (dt) {
-    case INGOT_DTYPE_FLOAT: { float f = (float)v; memcpy(&bits, &f, 4); break; }
+    case INGOT_DTYPE_FLOAT: {
+        float f = (float)v;
+        memcpy(&bits, &f, 4);
+        break;
+    }
     case INGOT_DTYPE_FLOAT16: bits = ig__f32_to_f16((float)v); break;
     case INGOT_DTYPE_BFLOAT16: bits = ig__f32_to_bf16((float)v); break;
     case INGOT_DTYPE_DOUBLE: memcpy(&bits, &v, 8); break;
     case INGOT_DTYPE_BOOL: bits = v != 0; break;
-    default: { int64_t i = (int64_t)v; memcpy(&bits, &i, 8); break; }
+    default: {
+        int64_t i = (int64_t)v;
+        memcpy(&bits, &i, 8);
+        break;
+    }
     }
     s->u.fill.bits = bits;
     L->p->val_tensor[yv] = yt;
@@ -2403,99 +2552,195 @@ static ingot_status lower_constant_of_shape(lower *L, int32_t id)
     return INGOT_OK;
 }
 
-/* ---- fused attention ------------------------------------------------------------------------------- */
+/* ---- fused attention ----------------------------------------------------------------------------------
+ *
+ * The exporters' scaled-dot-product attention: [Mul(Q, c)] [Mul(K^T, c)] -> MatMul -> [Mul/Div by a
+ * scalar] -> [Add(mask)] -> Softmax(last axis) -> [Where(IsNaN(p), 0, p)] -> MatMul(., V), every
+ * intermediate with one consumer, head dim 64, at most 256 keys, fp16. A pre-pass finds these chains
+ * (the mask is often computed between the two MatMuls, so the step is emitted at the second MatMul, when
+ * Q, K, V and the mask all exist); the fused kernel reads Q, K, V through their strides. */
 
-/* MatMul(Q, K^T) [-> Mul/Div by a scalar] [-> Add(mask)] -> Softmax(last) -> MatMul(., V), every
- * intermediate with one consumer. Q, K, V are views; the kernel reads them through their strides. */
-static bool try_attention(lower *L, int32_t id, ingot_status *st)
+typedef struct attn_plan {
+    int32_t q, kt, v, mask; /* values: Q [B,H,Sq,64], K^T [B,H,64,Skv], V [B,H,Skv,64], mask (-1) */
+    float scale;
+} attn_plan;
+
+static bool scalar_mul_input(lower *L, int32_t x, int32_t consumer, int32_t *src, double *k, int32_t *node_out)
 {
-    *st = INGOT_OK;
-    if (!L->o->attention || L->p->fdt != INGOT_DTYPE_FLOAT16) return false;
-    const ig_node *n = node(L, id);
-    int32_t s = n->outputs[0];
-    int32_t claimed[4], nc = 0;
-    float scale = 1.f;
-    int32_t mask_v = -1;
-    int32_t c = sole_consumer(L, s);
+    const ig_value *xv = val(L, x);
+    if (xv->producer < 0 || sole_consumer(L, x) != consumer) return false;
+    const ig_node *pn = node(L, xv->producer);
+    if (pn->folded || L->done[xv->producer] || pn->op != IG_OP_mul || pn->inputs[0] == pn->inputs[1]) return false;
+    for (int i = 0; i < 2; i++)
+        if (const_scalar(L, pn->inputs[1 - i], k) && !is_const(L, pn->inputs[i])) {
+            *src = pn->inputs[i];
+            *node_out = xv->producer;
+            return true;
+        }
+    return false;
+}
+
+static bool dims_are(const lower *L, int32_t v, int32_t rank)
+{
+    return val(L, v)->shape.rank == rank && ig__shape_known(&val(L, v)->shape);
+}
+
+/* Match the chain starting at the scores MatMul m; on success fill *pl, the nodes it absorbs (skip),
+ * and the second MatMul (*pv). */
+static bool match_attention(lower *L, int32_t m, attn_plan *pl, int32_t *skip, int *n_skip, int32_t *pv)
+{
+    const ig_node *n = node(L, m);
+    if (n->op != IG_OP_matmul || n->folded || L->done[m]) return false;
+    *n_skip = 0;
     double k;
+    float scale = 1.f;
+    int32_t qv = n->inputs[0], ktv = n->inputs[1], src, pn;
+    if (scalar_mul_input(L, qv, m, &src, &k, &pn)) {
+        scale *= (float)k;
+        qv = src;
+        skip[(*n_skip)++] = pn;
+    }
+    if (scalar_mul_input(L, ktv, m, &src, &k, &pn)) {
+        scale *= (float)k;
+        ktv = src;
+        skip[(*n_skip)++] = pn;
+    }
+    skip[(*n_skip)++] = m;
+    int32_t s = n->outputs[0], mask = -1;
+    int32_t c = sole_consumer(L, s);
     if (c >= 0 && (node(L, c)->op == IG_OP_mul || node(L, c)->op == IG_OP_div)) {
-        const ig_node *m = node(L, c);
-        int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
-        if (!const_scalar(L, other, &k) || (m->op == IG_OP_div && m->inputs[1] != other)) return false;
-        scale = m->op == IG_OP_mul ? (float)k : (float)(1.0 / k);
-        claimed[nc++] = c;
-        s = m->outputs[0];
+        const ig_node *mn = node(L, c);
+        int32_t other = mn->inputs[0] == s ? mn->inputs[1] : mn->inputs[0];
+        if (!const_scalar(L, other, &k) || mn->inputs[0] == mn->inputs[1] ||
+            (mn->op == IG_OP_div && mn->inputs[1] != other))
+            return false;
+        scale *= mn->op == IG_OP_mul ? (float)k : (float)(1.0 / k);
+        skip[(*n_skip)++] = c;
+        s = mn->outputs[0];
         c = sole_consumer(L, s);
     }
     if (c >= 0 && node(L, c)->op == IG_OP_add) {
-        const ig_node *m = node(L, c);
-        int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
-        if (!same_shape(L, m->outputs[0], s)) return false;
-        if (!is_const(L, other) && L->p->val_tensor[other] < 0) return false;
-        mask_v = other;
-        claimed[nc++] = c;
-        s = m->outputs[0];
+        const ig_node *an = node(L, c);
+        if (an->inputs[0] == an->inputs[1] || !same_shape(L, an->outputs[0], s)) return false;
+        mask = an->inputs[0] == s ? an->inputs[1] : an->inputs[0];
+        skip[(*n_skip)++] = c;
+        s = an->outputs[0];
         c = sole_consumer(L, s);
     }
     if (c < 0 || node(L, c)->op != IG_OP_softmax) return false;
     const ig_node *sm = node(L, c);
-    int32_t rank = val(L, s)->shape.rank;
-    if (rank != 4 || norm_axis(ig__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1), rank) != rank - 1 ||
-        (sm->opset < 13))
+    if (!dims_are(L, s, 4) || norm_axis(ig__attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1), 4) != 3) return false;
+    skip[(*n_skip)++] = c;
+    int32_t p = sm->outputs[0];
+    /* the IsNaN guard */
+    if (!L->is_output[p] && n_cons(L, p) == 2) {
+        int32_t c0 = L->cons[L->cons_off[p]], c1 = L->cons[L->cons_off[p] + 1];
+        for (int sw = 0; sw < 2; sw++) {
+            int32_t isn = sw ? c1 : c0, wh = sw ? c0 : c1;
+            const ig_node *in = node(L, isn), *w = node(L, wh);
+            double z;
+            if (in->op == IG_OP_is_nan && w->op == IG_OP_where && sole_consumer(L, in->outputs[0]) == wh &&
+                w->inputs[0] == in->outputs[0] && w->inputs[2] == p && const_scalar(L, w->inputs[1], &z) && z == 0.0) {
+                skip[(*n_skip)++] = isn;
+                skip[(*n_skip)++] = wh;
+                p = w->outputs[0];
+                break;
+            }
+        }
+    }
+    int32_t pm = sole_consumer(L, p);
+    if (pm < 0 || node(L, pm)->op != IG_OP_matmul || node(L, pm)->inputs[0] != p) return false;
+    int32_t vv = node(L, pm)->inputs[1];
+    if (!dims_are(L, qv, 4) || !dims_are(L, ktv, 4) || !dims_are(L, vv, 4)) return false;
+    const ig_shape *Q = &val(L, qv)->shape, *K = &val(L, ktv)->shape, *V = &val(L, vv)->shape;
+    if (Q->d[3].n != 64 || K->d[2].n != 64 || V->d[3].n != 64 || K->d[3].n != V->d[2].n || V->d[2].n > 256)
         return false;
-    claimed[nc++] = c;
-    int32_t p = sole_consumer(L, sm->outputs[0]);
-    if (p < 0 || node(L, p)->op != IG_OP_matmul || node(L, p)->inputs[0] != sm->outputs[0]) return false;
-    const ig_node *pv = node(L, p);
-    int32_t qt = get(L, n->inputs[0]), kt = get(L, n->inputs[1]), vt = get(L, pv->inputs[1]);
-    if (qt < 0 || kt < 0 || vt < 0) return false;
-    if (L->p->val_tensor[pv->inputs[1]] < 0 && !is_const(L, pv->inputs[1])) return false;
-    const ig_cu_tensor *Q = T(L, qt), *K = T(L, kt), *V = T(L, vt);
-    if (Q->rank != 4 || K->rank != 4 || V->rank != 4 || Q->dtype != INGOT_DTYPE_FLOAT16) return false;
+    for (int q = 0; q < 2; q++)
+        if (K->d[q].n != Q->d[q].n || V->d[q].n != Q->d[q].n) return false;
+    if (val(L, qv)->dtype != INGOT_DTYPE_FLOAT || val(L, ktv)->dtype != INGOT_DTYPE_FLOAT ||
+        val(L, vv)->dtype != INGOT_DTYPE_FLOAT)
+        return false;
+    if (mask >= 0) {
+        const ig_shape *M = &val(L, mask)->shape;
+        int64_t full[4] = {Q->d[0].n, Q->d[1].n, Q->d[2].n, K->d[3].n};
+        if (M->rank > 4 || M->rank < 0) return false;
+        for (int32_t q = 0; q < M->rank; q++) {
+            int64_t d = M->d[q].n, f = full[4 - M->rank + q];
+            if (d != f && d != 1) return false;
+        }
+        if (val(L, mask)->dtype != INGOT_DTYPE_FLOAT) return false;
+    }
+    pl->q = qv;
+    pl->kt = ktv;
+    pl->v = vv;
+    pl->mask = mask;
+    pl->scale = scale;
+    *pv = pm;
+    return true;
+}
+
+static bool attn_view_ok(const ig_cu_tensor *t, int inner_axis)
+{
+    if (t->strides[inner_axis] != 1 || t->offset % 8) return false;
+    for (int32_t k = 0; k < 4; k++)
+        if (k != inner_axis && t->dims[k] > 1 && t->strides[k] % 8) return false;
+    return true;
+}
+
+static ingot_status emit_attention(lower *L, int32_t id, const attn_plan *pl)
+{
+    int32_t qt = get(L, pl->q), ktt = get(L, pl->kt), vt = get(L, pl->v);
+    if (qt < 0 || ktt < 0 || vt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "attention operands have no tensors");
+    if (!attn_view_ok(T(L, qt), 3)) qt = materialize(L, id, qt, false, "attention Q copy");
+    if (qt >= 0 && !attn_view_ok(T(L, vt), 3)) vt = materialize(L, id, vt, false, "attention V copy");
+    if (qt < 0 || vt < 0) return L->err->status ? L->err->status : oom(L);
+    if (!attn_view_ok(T(L, ktt), 2)) { /* K as dense [B,H,S,D], seen as K^T */
+        ig_cu_tensor x = *T(L, ktt);
+        int64_t kd[4] = {x.dims[0], x.dims[1], x.dims[3], x.dims[2]};
+        int32_t dense = new_dense(L, x.dtype, 4, kd, false);
+        int32_t view = dense >= 0 ? transpose_last2(L, dense) : -1;
+        if (view < 0) return oom(L);
+        ingot_status st = emit_copy(L, id, "attention K copy", ktt, view, 0);
+        if (st != INGOT_OK) return st;
+        ktt = view;
+    }
+    const ig_cu_tensor *Q = T(L, qt), *K = T(L, ktt), *V = T(L, vt);
     ig_attention_args a;
     memset(&a, 0, sizeof a);
     a.dtype = INGOT_DTYPE_FLOAT16;
     a.b = Q->dims[0];
     a.h = Q->dims[1];
     a.sq = Q->dims[2];
-    a.d = Q->dims[3];
-    a.skv = K->dims[3]; /* K is [B, H, D, S] (already transposed) */
-    if (K->dims[2] != a.d || V->dims[2] != a.skv || V->dims[3] != a.d) return false;
+    a.d = 64;
+    a.skv = K->dims[3];
     for (int q = 0; q < 4; q++) {
-        a.qs[q] = Q->dims[q] == 1 ? 0 : Q->strides[q];
-        a.vs[q] = V->dims[q] == 1 ? 0 : V->strides[q];
+        a.qs[q] = Q->dims[q] == 1 && q < 3 ? 0 : Q->strides[q];
+        a.vs[q] = V->dims[q] == 1 && q < 3 ? 0 : V->strides[q];
     }
-    /* ks in [B, H, S, D] order */
     a.ks[0] = K->dims[0] == 1 ? 0 : K->strides[0];
     a.ks[1] = K->dims[1] == 1 ? 0 : K->strides[1];
     a.ks[2] = K->strides[3];
     a.ks[3] = K->strides[2];
-    if ((Q->dims[0] != K->dims[0] && K->dims[0] != 1) || (Q->dims[1] != K->dims[1] && K->dims[1] != 1)) return false;
-    a.scale = scale;
+    a.scale = pl->scale;
     int32_t mt = -1;
-    if (mask_v >= 0) {
-        mt = get(L, mask_v);
-        if (mt < 0) return false;
+    if (pl->mask >= 0) {
+        mt = get(L, pl->mask);
+        if (mt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "attention mask has no tensor");
         const ig_cu_tensor *M = T(L, mt);
         int32_t pad = 4 - M->rank;
-        if (pad < 0) return false;
         int64_t full[4] = {a.b, a.h, a.sq, a.skv};
         for (int q = 0; q < 4; q++) {
-            if (q < pad) { a.ms[q] = 0; continue; }
-            int64_t d = M->dims[q - pad];
-            if (d == full[q]) a.ms[q] = d == 1 ? 0 : M->strides[q - pad];
-            else if (d == 1) a.ms[q] = 0;
-            else return false;
+            if (q < pad) continue;
+            a.ms[q] = M->dims[q - pad] == full[q] && full[q] > 1 ? M->strides[q - pad] : 0;
         }
         a.mask_dtype = M->dtype;
     }
-    if (!ingot_cuda_attention_supported(&a)) return false;
+    const ig_node *n = node(L, id);
     int64_t od[IG_MAX_RANK];
-    int32_t orank = value_dims(L, pv->outputs[0], od);
-    if (orank != 4) return false;
-    /* the output [B, H, Sq, D]; when its consumer transposes to [B, Sq, H, D], write that layout directly */
+    value_dims(L, n->outputs[0], od);
+    /* write [B, Sq, H, D] directly when the consumer transposes to it */
     int32_t ot;
-    int32_t tc = sole_consumer(L, pv->outputs[0]);
+    int32_t tc = sole_consumer(L, n->outputs[0]);
     const int64_t *perm = NULL;
     int64_t np = 0;
     bool bshd = tc >= 0 && node(L, tc)->op == IG_OP_transpose && ig__attr_ints(node(L, tc), "perm", &perm, &np) &&
@@ -2503,33 +2748,28 @@ static bool try_attention(lower *L, int32_t id, ingot_status *st)
     if (bshd) {
         int64_t pd[4] = {od[0], od[2], od[1], od[3]};
         int32_t dense = new_dense(L, INGOT_DTYPE_FLOAT16, 4, pd, false);
-        if (dense < 0) { *st = oom(L); return true; }
+        if (dense < 0) return oom(L);
         ig_cu_tensor dv = *T(L, dense);
-        int64_t vd[4] = {od[0], od[1], od[2], od[3]}, vs[4] = {dv.strides[0], dv.strides[2], dv.strides[1], dv.strides[3]};
-        ot = new_tensor(L, dv.buf, dv.dtype, 4, vd, vs, 0);
+        int64_t vs2[4] = {dv.strides[0], dv.strides[2], dv.strides[1], dv.strides[3]};
+        ot = new_tensor(L, dv.buf, dv.dtype, 4, od, vs2, 0);
     } else {
         ot = new_dense(L, INGOT_DTYPE_FLOAT16, 4, od, false);
     }
-    if (ot < 0) { *st = oom(L); return true; }
-    const ig_cu_tensor *O = T(L, ot);
-    for (int q = 0; q < 4; q++) a.os[q] = O->strides[q];
+    if (ot < 0) return oom(L);
+    for (int q = 0; q < 4; q++) a.os[q] = T(L, ot)->strides[q];
+    if (!ingot_cuda_attention_supported(&a))
+        return fail_node(L, id, INGOT_ERR_INTERNAL, "the fused attention does not take these strides");
     ig_cu_step *step = new_step(L, IG_ST_ATTENTION, id, NULL);
-    if (!step) { *st = oom(L); return true; }
+    if (!step) return oom(L);
     step->u.attn.q = qt;
-    step->u.attn.k = kt;
+    step->u.attn.k = ktt;
     step->u.attn.v = vt;
     step->u.attn.mask = mt;
     step->u.attn.o = ot;
     step->u.attn.args = a;
     L->done[id] = true;
-    for (int i = 0; i < nc; i++) {
-        L->done[claimed[i]] = true;
-        L->p->n_fused++;
-    }
-    L->done[p] = true;
-    L->p->n_fused++;
-    L->p->val_tensor[pv->outputs[0]] = ot;
-    return true;
+    L->p->val_tensor[n->outputs[0]] = ot;
+    return INGOT_OK;
 }
 
 /* ---- the op table: support check and lowering share it ------------------------------------------- */
@@ -2570,7 +2810,8 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
     if (c >= 0 && (node(L, c)->op == IG_OP_mul || node(L, c)->op == IG_OP_div)) {
         const ig_node *m = node(L, c);
         int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
-        if (!const_scalar(L, other, &k) || (m->op == IG_OP_div && m->inputs[1] != other) || m->inputs[0] == m->inputs[1])
+        if (!const_scalar(L, other, &k) || (m->op == IG_OP_div && m->inputs[1] != other) ||
+            m->inputs[0] == m->inputs[1])
             return false;
         scale = m->op == IG_OP_mul ? (float)k : (float)(1.0 / k);
         scale_node = c;
@@ -2623,8 +2864,10 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
         for (int q = 0; q < 4; q++) {
             if (q < pad) continue;
             int64_t d = M->dims[q - pad];
-            if (d == sd[q]) ms[q] = d == 1 ? 0 : M->strides[q - pad];
-            else if (d != 1) return false;
+            if (d == sd[q])
+                ms[q] = d == 1 ? 0 : M->strides[q - pad];
+            else if (d != 1)
+                return false;
         }
     }
     /* the GEMM (scale as alpha), then the softmax reading the mask */
@@ -2657,8 +2900,14 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
     for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
     a->mask_dtype = mt >= 0 ? T(L, mt)->dtype : 0;
     step->u.softmax.mask = mt;
-    if (scale_node >= 0) { L->done[scale_node] = true; L->p->n_fused++; }
-    if (mask_node >= 0) { L->done[mask_node] = true; L->p->n_fused++; }
+    if (scale_node >= 0) {
+        L->done[scale_node] = true;
+        L->p->n_fused++;
+    }
+    if (mask_node >= 0) {
+        L->done[mask_node] = true;
+        L->p->n_fused++;
+    }
     L->done[c] = true;
     L->p->n_fused++;
     L->p->val_tensor[sm->outputs[0]] = yt;
@@ -2695,8 +2944,10 @@ static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st)
         for (int q = 0; q < 4 && ok; q++) {
             if (q < pad) continue;
             int64_t d = M->dims[q - pad];
-            if (d == sd[q]) ms[q] = d == 1 ? 0 : M->strides[q - pad];
-            else if (d != 1) ok = false;
+            if (d == sd[q])
+                ms[q] = d == 1 ? 0 : M->strides[q - pad];
+            else if (d != 1)
+                ok = false;
         }
         if (!ok) continue;
         ig_cu_tensor x = *T(L, xt);
@@ -2732,7 +2983,7 @@ static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st)
 static ingot_status lower_matmul_or_attention(lower *L, int32_t id)
 {
     ingot_status st;
-    if (try_attention(L, id, &st)) return st;
+    if (L->attn && L->attn[id]) return emit_attention(L, id, L->attn[id]);
     if (try_scores_softmax(L, id, &st)) return st;
     return lower_matmul(L, id);
 }
@@ -2742,8 +2993,12 @@ static lower_fn lowering_of(int32_t op)
     if (is_ew_op(op) && op != IG_OP_batch_normalization) return lower_ew;
     switch (op) {
     case IG_OP_batch_normalization: return lower_ew;
-    case IG_OP_identity: case IG_OP_dropout: return lower_identity;
-    case IG_OP_reshape: case IG_OP_flatten: case IG_OP_squeeze: case IG_OP_unsqueeze: return lower_view_reshape;
+    case IG_OP_identity:
+    case IG_OP_dropout: return lower_identity;
+    case IG_OP_reshape:
+    case IG_OP_flatten:
+    case IG_OP_squeeze:
+    case IG_OP_unsqueeze: return lower_view_reshape;
     case IG_OP_transpose: return lower_transpose;
     case IG_OP_slice: return lower_slice;
     case IG_OP_split: return lower_split;
@@ -2753,13 +3008,19 @@ static lower_fn lowering_of(int32_t op)
     case IG_OP_pad: return lower_pad;
     case IG_OP_constant_of_shape: return lower_constant_of_shape;
     case IG_OP_conv: return lower_conv;
-    case IG_OP_max_pool: case IG_OP_average_pool: return lower_pool;
-    case IG_OP_global_average_pool: case IG_OP_global_max_pool: case IG_OP_reduce_mean: case IG_OP_reduce_sum:
-    case IG_OP_reduce_max: case IG_OP_reduce_min: case IG_OP_arg_max:
-        return lower_reduce;
+    case IG_OP_max_pool:
+    case IG_OP_average_pool: return lower_pool;
+    case IG_OP_global_average_pool:
+    case IG_OP_global_max_pool:
+    case IG_OP_reduce_mean:
+    case IG_OP_reduce_sum:
+    case IG_OP_reduce_max:
+    case IG_OP_reduce_min:
+    case IG_OP_arg_max: return lower_reduce;
     case IG_OP_gemm: return lower_gemm;
     case IG_OP_matmul: return lower_matmul_or_attention;
-    case IG_OP_softmax: case IG_OP_log_softmax: return lower_softmax;
+    case IG_OP_softmax:
+    case IG_OP_log_softmax: return lower_softmax;
     case IG_OP_layer_normalization: return lower_layernorm;
     default: return NULL;
     }
@@ -2811,8 +3072,10 @@ static ingot_status build_consumers(lower *L)
                 for (int32_t j = 0; j < i; j++)
                     if (n->inputs[j] == v) dup = true;
                 if (dup) continue;
-                if (pass == 0) L->cons_off[v + 1]++;
-                else L->cons[L->cons_off[v] + fill[v]++] = id;
+                if (pass == 0)
+                    L->cons_off[v + 1]++;
+                else
+                    L->cons[L->cons_off[v] + fill[v]++] = id;
             }
         }
         ig__free(fill);
@@ -2870,11 +3133,35 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
             const ig_value *v = &g->values[n->outputs[j]];
             if (!ig__shape_known(&v->shape)) {
                 char s[256];
-                st = ig__errf(err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): output '%s' has shape %s; bind the inputs' "
-                              "shapes before building for the GPU", ig__node_label(n), n->op_type, v->name,
-                              ig__shape_str(g, &v->shape, s, sizeof s));
+                st = ig__errf(err, INGOT_ERR_MODEL_SHAPE,
+                              "node '%s' (%s): output '%s' has shape %s; bind the inputs' "
+                              "shapes before building for the GPU",
+                              ig__node_label(n), n->op_type, v->name, ig__shape_str(g, &v->shape, s, sizeof s));
                 goto out;
             }
+        }
+    }
+
+    /* fused attention: find the chains first (their nodes are absorbed before the main walk) */
+    if (o->attention && p->fdt == INGOT_DTYPE_FLOAT16) {
+        L.attn = ig__arena_array(&p->arena, (size_t)g->n_nodes + 1, sizeof(attn_plan *));
+        if (!L.attn) {
+            st = oom(&L);
+            goto out;
+        }
+        for (int32_t k = 0; k < g->n_nodes; k++) {
+            int32_t id = g->order[k], skip[16], n_skip = 0, pv = -1;
+            attn_plan pl;
+            if (g->nodes[id].folded || L.done[id] || !match_attention(&L, id, &pl, skip, &n_skip, &pv)) continue;
+            attn_plan *keep = ig__arena_alloc(&p->arena, sizeof *keep);
+            if (!keep) {
+                st = oom(&L);
+                goto out;
+            }
+            *keep = pl;
+            L.attn[pv] = keep;
+            for (int i = 0; i < n_skip; i++) L.done[skip[i]] = true;
+            p->n_fused += n_skip;
         }
     }
 
@@ -2887,12 +3174,18 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
         int64_t dims[IG_MAX_RANK];
         int32_t rank = value_dims(&L, v, dims);
         int32_t b = new_buf(&L, IG_LOC_INPUT, numel_of(rank, dims) * ingot_dtype_size(x->dtype));
-        if (b < 0) { st = oom(&L); goto out; }
+        if (b < 0) {
+            st = oom(&L);
+            goto out;
+        }
         p->bufs[b].io = i;
         int32_t src = new_tensor(&L, b, x->dtype, rank, dims, NULL, 0);
         bool nhwc = o->nhwc && rank == 4 && feeds_only_convs(&L, v);
         int32_t dst = new_dense(&L, dev_dtype(p, x->dtype), rank, dims, nhwc);
-        if (src < 0 || dst < 0) { st = oom(&L); goto out; }
+        if (src < 0 || dst < 0) {
+            st = oom(&L);
+            goto out;
+        }
         p->in_tensor[i] = src;
         if ((st = emit_copy(&L, -1, "input copy", src, dst, 1)) != INGOT_OK) goto out;
         p->val_tensor[v] = dst;
@@ -2929,10 +3222,16 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
         int64_t dims[IG_MAX_RANK];
         int32_t rank = value_dims(&L, v, dims);
         int32_t b = new_buf(&L, IG_LOC_OUTPUT, numel_of(rank, dims) * ingot_dtype_size(x->dtype));
-        if (b < 0) { st = oom(&L); goto out; }
+        if (b < 0) {
+            st = oom(&L);
+            goto out;
+        }
         p->bufs[b].io = j;
         int32_t dst = new_tensor(&L, b, x->dtype, rank, dims, NULL, 0);
-        if (dst < 0) { st = oom(&L); goto out; }
+        if (dst < 0) {
+            st = oom(&L);
+            goto out;
+        }
         p->out_tensor[j] = dst;
         if ((st = emit_copy(&L, -1, "output copy", src, dst, 1)) != INGOT_OK) goto out;
     }

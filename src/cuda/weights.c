@@ -21,6 +21,7 @@ bool ig__cu_wreq_same(const ig_cu_wreq *a, const ig_cu_wreq *b)
 
 static float sat_f16(float f)
 {
+    if (isinf(f)) return f; /* a mask's -inf stays -inf; only finite values saturate */
     if (f > 65504.f) return 65504.f;
     if (f < -65504.f) return -65504.f;
     return f;
@@ -30,9 +31,21 @@ static float sat_f16(float f)
 static void put_f(ingot_dtype t, void *dst, size_t i, double v)
 {
     switch (t) {
-    case INGOT_DTYPE_FLOAT: { float f = (float)v; memcpy((char *)dst + i * 4, &f, 4); break; }
-    case INGOT_DTYPE_FLOAT16: { uint16_t h = ig__f32_to_f16(sat_f16((float)v)); memcpy((char *)dst + i * 2, &h, 2); break; }
-    case INGOT_DTYPE_BFLOAT16: { uint16_t h = ig__f32_to_bf16((float)v); memcpy((char *)dst + i * 2, &h, 2); break; }
+    case INGOT_DTYPE_FLOAT: {
+        float f = (float)v;
+        memcpy((char *)dst + i * 4, &f, 4);
+        break;
+    }
+    case INGOT_DTYPE_FLOAT16: {
+        uint16_t h = ig__f32_to_f16(sat_f16((float)v));
+        memcpy((char *)dst + i * 2, &h, 2);
+        break;
+    }
+    case INGOT_DTYPE_BFLOAT16: {
+        uint16_t h = ig__f32_to_bf16((float)v);
+        memcpy((char *)dst + i * 2, &h, 2);
+        break;
+    }
     default: ig__elem_set_f64(t, dst, (int64_t)i, v); break;
     }
 }
@@ -55,7 +68,8 @@ static ingot_status bn_vectors(const ig_graph *g, const ig_cu_wreq *r, int64_t K
     const ig_value *gm = cval(g, r->bn[0]), *bt = cval(g, r->bn[1]), *mu = cval(g, r->bn[2]), *vr = cval(g, r->bn[3]);
     if (!gm || !bt || !mu || !vr || numel_of_value(gm) != K || numel_of_value(bt) != K || numel_of_value(mu) != K ||
         numel_of_value(vr) != K)
-        return ig__errf(err, INGOT_ERR_MODEL_INVALID, "BatchNormalization parameters do not have %" PRId64 " channels", K);
+        return ig__errf(err, INGOT_ERR_MODEL_INVALID, "BatchNormalization parameters do not have %" PRId64 " channels",
+                        K);
     *scale = ig__calloc((size_t)K + 1, sizeof(double));
     *shift = ig__calloc((size_t)K + 1, sizeof(double));
     if (!*scale || !*shift) {
@@ -64,8 +78,8 @@ static ingot_status bn_vectors(const ig_graph *g, const ig_cu_wreq *r, int64_t K
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
     }
     for (int64_t k = 0; k < K; k++) {
-        double s = ig__elem_f64(gm->c.dtype, gm->c.data, k) /
-                   sqrt(ig__elem_f64(vr->c.dtype, vr->c.data, k) + (double)r->eps);
+        double s =
+            ig__elem_f64(gm->c.dtype, gm->c.data, k) / sqrt(ig__elem_f64(vr->c.dtype, vr->c.data, k) + (double)r->eps);
         (*scale)[k] = s;
         (*shift)[k] = ig__elem_f64(bt->c.dtype, bt->c.data, k) - ig__elem_f64(mu->c.dtype, mu->c.data, k) * s;
     }
@@ -114,8 +128,7 @@ ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst,
                 for (int64_t y = 0; y < R; y++)
                     for (int64_t x = 0; x < S; x++) {
                         int64_t si = ((k * C + c) * R + y) * S + x;
-                        int64_t di = r->nhwc == 2 ? (y * S + x) * K + k
-                                     : r->nhwc ? ((k * R + y) * S + x) * C + c : si;
+                        int64_t di = r->nhwc == 2 ? (y * S + x) * K + k : r->nhwc ? ((k * R + y) * S + x) * C + c : si;
                         double v = ig__elem_f64(w->c.dtype, w->c.data, si);
                         if (scale) v *= scale[k];
                         put_f(r->dtype, dst, (size_t)di, v);
@@ -144,8 +157,7 @@ ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst,
         for (int64_t k = 0; k < K; k++) put_f(r->dtype, dst, (size_t)k, r->kind == IG_W_BN_SCALE ? scale[k] : shift[k]);
         break;
     }
-    default:
-        return ig__errf(err, INGOT_ERR_INTERNAL, "unknown weight request kind %d", (int)r->kind);
+    default: return ig__errf(err, INGOT_ERR_INTERNAL, "unknown weight request kind %d", (int)r->kind);
     }
     ig__free(scale);
     ig__free(shift);
@@ -193,7 +205,8 @@ ingot_status ig__cu_weights_build(const ig_graph *g, const ig_cu_prog *p, ig_cu_
         ig__cu_weights_free(w);
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory staging %zu bytes of weights", (size_t)off);
     }
-    for (int32_t i = 0; i < w->n && st == INGOT_OK; i++) st = ig__cu_wreq_fill(g, &w->reqs[i], host + w->offsets[i], err);
+    for (int32_t i = 0; i < w->n && st == INGOT_OK; i++)
+        st = ig__cu_wreq_fill(g, &w->reqs[i], host + w->offsets[i], err);
     if (st != INGOT_OK) goto fail;
     if ((st = IG_CU(err, NULL, ig__cu_malloc(&w->dev, off ? off : WEIGHT_ALIGN))) != INGOT_OK) {
         if (st == INGOT_ERR_DEVICE_OOM) {

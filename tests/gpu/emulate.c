@@ -21,8 +21,16 @@ static double ld(const void *p, int64_t i, int dt)
 {
     const unsigned char *b = p;
     switch (dt) {
-    case INGOT_DTYPE_FLOAT16: { uint16_t h; memcpy(&h, b + 2 * i, 2); return ig__f16_to_f32(h); }
-    case INGOT_DTYPE_BFLOAT16: { uint16_t h; memcpy(&h, b + 2 * i, 2); return ig__bf16_to_f32(h); }
+    case INGOT_DTYPE_FLOAT16: {
+        uint16_t h;
+        memcpy(&h, b + 2 * i, 2);
+        return ig__f16_to_f32(h);
+    }
+    case INGOT_DTYPE_BFLOAT16: {
+        uint16_t h;
+        memcpy(&h, b + 2 * i, 2);
+        return ig__bf16_to_f32(h);
+    }
     case INGOT_DTYPE_BOOL: return b[i] != 0;
     default: return ig__elem_f64((ingot_dtype)dt, p, i);
     }
@@ -39,21 +47,38 @@ static void st(void *p, int64_t i, int dt, double v)
 {
     unsigned char *b = p;
     switch (dt) {
-    case INGOT_DTYPE_FLOAT16: { uint16_t h = ig__f32_to_f16((float)v); memcpy(b + 2 * i, &h, 2); break; }
-    case INGOT_DTYPE_BFLOAT16: { uint16_t h = ig__f32_to_bf16((float)v); memcpy(b + 2 * i, &h, 2); break; }
-    case INGOT_DTYPE_FLOAT: { float f = (float)v; memcpy(b + 4 * i, &f, 4); break; }
+    case INGOT_DTYPE_FLOAT16: {
+        uint16_t h = ig__f32_to_f16((float)v);
+        memcpy(b + 2 * i, &h, 2);
+        break;
+    }
+    case INGOT_DTYPE_BFLOAT16: {
+        uint16_t h = ig__f32_to_bf16((float)v);
+        memcpy(b + 2 * i, &h, 2);
+        break;
+    }
+    case INGOT_DTYPE_FLOAT: {
+        float f = (float)v;
+        memcpy(b + 4 * i, &f, 4);
+        break;
+    }
     case INGOT_DTYPE_BOOL: b[i] = v != 0; break;
     default:
-        if (ig__dtype_is_float((ingot_dtype)dt)) ig__elem_set_f64((ingot_dtype)dt, p, i, v);
-        else ig__elem_set_i64((ingot_dtype)dt, p, i, (int64_t)v);
+        if (ig__dtype_is_float((ingot_dtype)dt))
+            ig__elem_set_f64((ingot_dtype)dt, p, i, v);
+        else
+            ig__elem_set_i64((ingot_dtype)dt, p, i, (int64_t)v);
     }
 }
 
 static void sti(void *p, int64_t i, int dt, int64_t v)
 {
-    if (ig__dtype_is_float((ingot_dtype)dt)) st(p, i, dt, (double)v);
-    else if (dt == INGOT_DTYPE_BOOL) ((unsigned char *)p)[i] = v != 0;
-    else ig__elem_set_i64((ingot_dtype)dt, p, i, v);
+    if (ig__dtype_is_float((ingot_dtype)dt))
+        st(p, i, dt, (double)v);
+    else if (dt == INGOT_DTYPE_BOOL)
+        ((unsigned char *)p)[i] = v != 0;
+    else
+        ig__elem_set_i64((ingot_dtype)dt, p, i, v);
 }
 
 /* ---- elementwise programs: the kernel's semantics --------------------------------------------------- */
@@ -127,7 +152,11 @@ static float op_f(int code, float a, float b, float z, float k, float k2)
 static int64_t op_i(int code, int64_t a, int64_t b, int64_t z, int64_t k, int64_t k2)
 {
     switch (code) {
-    case IG_EW_COPY: case IG_EW_TO_INT: case IG_EW_FLOOR: case IG_EW_CEIL: case IG_EW_ROUND: return a;
+    case IG_EW_COPY:
+    case IG_EW_TO_INT:
+    case IG_EW_FLOOR:
+    case IG_EW_CEIL:
+    case IG_EW_ROUND: return a;
     case IG_EW_NEG: return -a;
     case IG_EW_ABS: return a < 0 ? -a : a;
     case IG_EW_RELU: return a > 0 ? a : 0;
@@ -166,8 +195,10 @@ static int emulate_ew(const ig_ew_args *a)
             for (int k = 0; k < a->n_in; k++) io[k] += c * a->in_strides[k][d];
         }
         for (int k = 0; k < a->n_in; k++) {
-            if (a->in_kind[k] == 1) io[k] = e;
-            else if (a->in_kind[k] == 2) io[k] = 0;
+            if (a->in_kind[k] == 1)
+                io[k] = e;
+            else if (a->in_kind[k] == 2)
+                io[k] = 0;
         }
         if (a->out_contig) oo = e;
         float rf[IG_EW_NREG] = {0};
@@ -176,17 +207,23 @@ static int emulate_ew(const ig_ew_args *a)
             const ig_ew_op *op = &a->ops[i];
             if (op->code == IG_EW_LOAD) {
                 if (op->a >= a->n_in) return -2;
-                if (a->int_math) ri[op->dst] = ldi(a->in[op->a], io[op->a], a->in_dtype[op->a]);
-                else rf[op->dst] = (float)ld(a->in[op->a], io[op->a], a->in_dtype[op->a]);
+                if (a->int_math)
+                    ri[op->dst] = ldi(a->in[op->a], io[op->a], a->in_dtype[op->a]);
+                else
+                    rf[op->dst] = (float)ld(a->in[op->a], io[op->a], a->in_dtype[op->a]);
                 continue;
             }
 #define OPF(r) ((r) < IG_EW_NREG ? rf[(r)] : (float)op->k)
 #define OPI(r) ((r) < IG_EW_NREG ? ri[(r)] : (int64_t)op->k)
-            if (a->int_math) ri[op->dst] = op_i(op->code, OPI(op->a), OPI(op->b), OPI(op->c), (int64_t)op->k, (int64_t)op->k2);
-            else rf[op->dst] = op_f(op->code, OPF(op->a), OPF(op->b), OPF(op->c), (float)op->k, (float)op->k2);
+            if (a->int_math)
+                ri[op->dst] = op_i(op->code, OPI(op->a), OPI(op->b), OPI(op->c), (int64_t)op->k, (int64_t)op->k2);
+            else
+                rf[op->dst] = op_f(op->code, OPF(op->a), OPF(op->b), OPF(op->c), (float)op->k, (float)op->k2);
         }
-        if (a->int_math) sti(a->out, oo, a->out_dtype, ri[a->result]);
-        else st(a->out, oo, a->out_dtype, rf[a->result]);
+        if (a->int_math)
+            sti(a->out, oo, a->out_dtype, ri[a->result]);
+        else
+            st(a->out, oo, a->out_dtype, rf[a->result]);
     }
     return 0;
 }
@@ -216,8 +253,10 @@ static void emulate_conv(const ig_cu_prog *p, const ig_cu_step *s, void **P)
                                 int64_t iw = ow * c->stride[1] - c->pad[1] + q * c->dil[1];
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                                 int64_t ci = g * Cg + cc;
-                                double xv = ld(P[c->x], n * x->strides[0] + ci * x->strides[1] + ih * x->strides[2] +
-                                                            iw * x->strides[3], x->dtype);
+                                double xv =
+                                    ld(P[c->x],
+                                       n * x->strides[0] + ci * x->strides[1] + ih * x->strides[2] + iw * x->strides[3],
+                                       x->dtype);
                                 int64_t wi = krsc ? ((k * R + r) * S + q) * Cg + cc : ((k * Cg + cc) * R + r) * S + q;
                                 acc += xv * ld(P[c->w], wi, w->dtype);
                             }
@@ -225,8 +264,9 @@ static void emulate_conv(const ig_cu_prog *p, const ig_cu_step *s, void **P)
                     int64_t yo = n * y->strides[0] + k * y->strides[1] + oh * y->strides[2] + ow * y->strides[3];
                     if (c->z >= 0) {
                         const ig_cu_tensor *z = &p->tensors[c->z];
-                        acc += ld(P[c->z], n * z->strides[0] + k * z->strides[1] + oh * z->strides[2] + ow * z->strides[3],
-                                  z->dtype);
+                        acc +=
+                            ld(P[c->z], n * z->strides[0] + k * z->strides[1] + oh * z->strides[2] + ow * z->strides[3],
+                               z->dtype);
                     }
                     if (c->relu && acc < 0) acc = 0;
                     st(P[c->y], yo, y->dtype, acc);
@@ -264,7 +304,9 @@ static void emulate_softmax(const ig_softmax_args *a)
                 int64_t r2 = o % a->row_dims[2], q = o / a->row_dims[2];
                 moff = (q / a->row_dims[1]) * a->ms[0] + (q % a->row_dims[1]) * a->ms[1] + r2 * a->ms[2];
             }
-#define X(c) (ld(a->x, base + (c) * a->inner, a->dtype) * a->scale + (a->mask ? ld(a->mask, moff + (c) * a->ms[3], a->mask_dtype) : 0))
+#define X(c)                                              \
+    (ld(a->x, base + (c)*a->inner, a->dtype) * a->scale + \
+     (a->mask ? ld(a->mask, moff + (c)*a->ms[3], a->mask_dtype) : 0))
             double m = -INFINITY, s = 0;
             for (int64_t c = 0; c < a->cols; c++) m = fmax(m, X(c));
             for (int64_t c = 0; c < a->cols; c++) s += exp(X(c) - m);
@@ -314,15 +356,28 @@ static void emulate_reduce(const ig_reduce_args *a)
             }
             double x = ld(a->x, base + off, a->x_dtype);
             switch (a->kind) {
-            case IG_RED_SUM: case IG_RED_MEAN: acc += x; break;
+            case IG_RED_SUM:
+            case IG_RED_MEAN: acc += x; break;
             case IG_RED_MAX: acc = fmax(acc, x); break;
             case IG_RED_MIN: acc = fmin(acc, x); break;
-            case IG_RED_ARGMAX: if (best < 0 || x > acc || (a->select_last && x == acc)) { acc = x; best = r; } break;
-            case IG_RED_ARGMIN: if (best < 0 || x < acc || (a->select_last && x == acc)) { acc = x; best = r; } break;
+            case IG_RED_ARGMAX:
+                if (best < 0 || x > acc || (a->select_last && x == acc)) {
+                    acc = x;
+                    best = r;
+                }
+                break;
+            case IG_RED_ARGMIN:
+                if (best < 0 || x < acc || (a->select_last && x == acc)) {
+                    acc = x;
+                    best = r;
+                }
+                break;
             }
         }
-        if (a->kind >= IG_RED_ARGMAX) ((int64_t *)a->y)[o] = best;
-        else st(a->y, o, a->y_dtype, a->kind == IG_RED_MEAN ? acc / (double)a->n_red : acc);
+        if (a->kind >= IG_RED_ARGMAX)
+            ((int64_t *)a->y)[o] = best;
+        else
+            st(a->y, o, a->y_dtype, a->kind == IG_RED_MEAN ? acc / (double)a->n_red : acc);
     }
 }
 
@@ -338,7 +393,8 @@ static void emulate_pool(const ig_pool_args *a)
                         for (int j = 0; j < a->kw; j++) {
                             int64_t ih = oh * a->sh - a->ph + i * a->dh, iw = ow * a->sw - a->pw + j * a->dw;
                             if (ih >= 0 && ih < a->h && iw >= 0 && iw < a->w) {
-                                double v = ld(a->x, n * a->xs[0] + c * a->xs[1] + ih * a->xs[2] + iw * a->xs[3], a->dtype);
+                                double v =
+                                    ld(a->x, n * a->xs[0] + c * a->xs[1] + ih * a->xs[2] + iw * a->xs[3], a->dtype);
                                 acc = a->is_max ? fmax(acc, v) : acc + v;
                                 cnt++;
                             } else if (!a->is_max && a->count_include_pad && ih >= -a->ph && ih < a->h + a->ph &&
@@ -359,8 +415,8 @@ static void emulate_gather(const ig_gather_args *a)
             int64_t k = ldi(a->idx, j, a->idx_dtype);
             if (k < 0) k += a->axis_dim;
             if (k < 0 || k >= a->axis_dim) k = 0;
-            memcpy((char *)a->y + (size_t)(o * a->n_idx + j) * row, (const char *)a->x + (size_t)(o * a->axis_dim + k) * row,
-                   row);
+            memcpy((char *)a->y + (size_t)(o * a->n_idx + j) * row,
+                   (const char *)a->x + (size_t)(o * a->axis_dim + k) * row, row);
         }
 }
 
@@ -382,6 +438,40 @@ static void emulate_dwconv(const ig_dwconv_args *a)
                     if (a->act == IG_ACT_CLIP) acc = fmin(fmax(acc, a->lo), a->hi);
                     st(a->y, n * a->ys[0] + c * a->ys[1] + oh * a->ys[2] + ow * a->ys[3], a->dtype, acc);
                 }
+}
+
+static void emulate_attention(const ig_attention_args *a)
+{
+    double *sc = malloc(sizeof(double) * (size_t)a->skv);
+    if (!sc) return;
+    for (int64_t b = 0; b < a->b; b++)
+        for (int64_t h = 0; h < a->h; h++)
+            for (int64_t i = 0; i < a->sq; i++) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < a->skv; j++) {
+                    double acc = 0;
+                    for (int64_t d = 0; d < a->d; d++)
+                        acc += ld(a->q, b * a->qs[0] + h * a->qs[1] + i * a->qs[2] + d * a->qs[3], a->dtype) *
+                               ld(a->k, b * a->ks[0] + h * a->ks[1] + j * a->ks[2] + d * a->ks[3], a->dtype);
+                    acc *= a->scale;
+                    if (a->mask)
+                        acc += ld(a->mask, b * a->ms[0] + h * a->ms[1] + i * a->ms[2] + j * a->ms[3], a->mask_dtype);
+                    sc[j] = acc;
+                    if (acc > mx) mx = acc;
+                }
+                for (int64_t j = 0; j < a->skv; j++) {
+                    sc[j] = mx == -INFINITY ? 0 : exp(sc[j] - mx);
+                    sum += sc[j];
+                }
+                for (int64_t d = 0; d < a->d; d++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < a->skv; j++)
+                        o += sc[j] * ld(a->v, b * a->vs[0] + h * a->vs[1] + j * a->vs[2] + d * a->vs[3], a->dtype);
+                    st(a->o, b * a->os[0] + h * a->os[1] + i * a->os[2] + d * a->os[3], a->dtype,
+                       sum > 0 ? o / sum : 0);
+                }
+            }
+    free(sc);
 }
 
 /* ---- driver ---------------------------------------------------------------------------------------- */
@@ -478,6 +568,16 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
             emulate_gather(&a);
             break;
         }
+        case IG_ST_ATTENTION: {
+            ig_attention_args a = s->u.attn.args;
+            a.q = P[s->u.attn.q];
+            a.k = P[s->u.attn.k];
+            a.v = P[s->u.attn.v];
+            a.o = P[s->u.attn.o];
+            a.mask = s->u.attn.mask >= 0 ? P[s->u.attn.mask] : NULL;
+            emulate_attention(&a);
+            break;
+        }
         case IG_ST_DWCONV: {
             ig_dwconv_args a = s->u.dw.args;
             a.x = P[s->u.dw.x];
@@ -494,7 +594,8 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
             break;
         }
         default:
-            snprintf(why, nwhy, "step %d %s: kind %d not emulated", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl), s->kind);
+            snprintf(why, nwhy, "step %d %s: kind %d not emulated", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl),
+                     s->kind);
             goto out;
         }
     }

@@ -252,10 +252,9 @@ def case_gemm_variants():
     return g.model([inp], [out_info(["batch", 4])]), {"input": (5, 12)}
 
 
-def case_sdpa_export():
+def case_sdpa_export(B=2, S=16, H=4, dh=8, masked=True):
     """torch.onnx's scaled_dot_product_attention: q*sqrt(s), k^T*sqrt(s), MatMul, a boolean mask turned
     into 0/-inf by a Where placed after the MatMul, Add, Softmax, Where(IsNaN(p), 0, p), MatMul."""
-    B, S, H, dh = 2, 16, 4, 8
     D = H * dh
     g = G()
     x = "input"  # [B, S, D]
@@ -266,10 +265,12 @@ def case_sdpa_export():
     qs = g.op("Mul", [q, sc])
     kt = g.op("Mul", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), sc])
     s = g.op("MatMul", [qs, kt])
-    keep = g.op("Greater", [g.op("ReduceSum", [x, g.w(np.array([-1], np.int64))], keepdims=0), g.w(np.array(-1e9, np.float32))])
-    keep = g.op("Unsqueeze", [keep, g.w(np.array([1, 2], np.int64))])  # [B,1,1,S]
-    m = g.op("Where", [keep, g.w(np.array(0.0, np.float32)), g.w(np.array(-np.inf, np.float32))])
-    p = g.op("Softmax", [g.op("Add", [s, m])], axis=-1)
+    if masked:
+        keep = g.op("Greater", [g.op("ReduceSum", [x, g.w(np.array([-1], np.int64))], keepdims=0), g.w(np.array(-0.5, np.float32))])
+        keep = g.op("Unsqueeze", [keep, g.w(np.array([1, 2], np.int64))])  # [B,1,1,S]
+        m = g.op("Where", [keep, g.w(np.array(0.0, np.float32)), g.w(np.array(-np.inf, np.float32))])
+        s = g.op("Add", [s, m])
+    p = g.op("Softmax", [s], axis=-1)
     p = g.op("Where", [g.op("IsNaN", [p]), g.w(np.array(0.0, np.float32)), p])
     o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
     batch_reshape(g, o, [S, D])
@@ -294,6 +295,8 @@ CASES = {
     "misc_ops": case_misc_ops,
     "gemm_variants": case_gemm_variants,
     "sdpa_export": case_sdpa_export,
+    "sdpa_head64": lambda: case_sdpa_export(B=2, S=40, H=2, dh=64),
+    "sdpa_head64_197": lambda: case_sdpa_export(B=2, S=197, H=2, dh=64, masked=False),
     "unsupported_tile": case_unsupported_tile,
 }
 

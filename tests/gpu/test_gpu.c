@@ -27,14 +27,16 @@
 static int n_pass, n_fail;
 static bool graphs_off; /* INGOT_CUDA_GRAPHS=0: the graph checks do not apply */
 
-#define CHECK(cond, ...)                                                                                 \
-    do {                                                                                                 \
-        if (cond) n_pass++;                                                                              \
-        else n_fail++;                                                                                   \
-        printf("%s ", (cond) ? "PASS" : "FAIL");                                                         \
-        printf(__VA_ARGS__);                                                                             \
-        printf("\n");                                                                                    \
-        fflush(stdout);                                                                                  \
+#define CHECK(cond, ...)                         \
+    do {                                         \
+        if (cond)                                \
+            n_pass++;                            \
+        else                                     \
+            n_fail++;                            \
+        printf("%s ", (cond) ? "PASS" : "FAIL"); \
+        printf(__VA_ARGS__);                     \
+        printf("\n");                            \
+        fflush(stdout);                          \
     } while (0)
 
 typedef struct cmp {
@@ -122,18 +124,21 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
     float *h_out = NULL;
     cudaStream_t s = NULL;
     if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
-        CHECK(0, "%s %s: build: %s: %s", dir, pn, ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        CHECK(0, "%s %s: build: %s: %s", dir, pn, ingot_status_name(ingot_runtime_errcode(rt)),
+              ingot_runtime_errmsg(rt));
         return;
     }
     uint64_t nm0, nf0, nm1, nf1;
     ingot_cuda_alloc_counts(&nm0, &nf0, NULL);
     if (ingot_context_create(e, NULL, &c) != INGOT_OK) {
-        CHECK(0, "%s %s: context: %s: %s", dir, pn, ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        CHECK(0, "%s %s: context: %s: %s", dir, pn, ingot_status_name(ingot_runtime_errcode(rt)),
+              ingot_runtime_errmsg(rt));
         goto out;
     }
     ingot_cuda_alloc_counts(&nm1, &nf1, NULL);
-    CHECK(nm1 - nm0 == 1 && nf1 == nf0, "%s %s: context creation made %llu device allocation(s), %llu free(s) (want 1, 0)",
-          dir, pn, (unsigned long long)(nm1 - nm0), (unsigned long long)(nf1 - nf0));
+    CHECK(nm1 - nm0 == 1 && nf1 == nf0,
+          "%s %s: context creation made %llu device allocation(s), %llu free(s) (want 1, 0)", dir, pn,
+          (unsigned long long)(nm1 - nm0), (unsigned long long)(nf1 - nf0));
     /* host path */
     if (ingot_context_run(c, x->in, x->n_in) != INGOT_OK) {
         CHECK(0, "%s %s: run: %s: %s", dir, pn, ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
@@ -160,14 +165,17 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
         /* references below fp16's resolution (random-weight MobileNetV2 ends near 1e-9) are checked by
          * their absolute error instead */
         double rms = 0;
-        for (size_t k = 0; k < o.bytes / 4; k++) rms += (double)((float *)x->ref[j].data)[k] * ((float *)x->ref[j].data)[k];
+        for (size_t k = 0; k < o.bytes / 4; k++)
+            rms += (double)((float *)x->ref[j].data)[k] * ((float *)x->ref[j].data)[k];
         rms = sqrt(rms / (double)(o.bytes / 4 ? o.bytes / 4 : 1));
         bool degenerate = fp16 && rms < 1e-4;
         bool ok = r.finite && (degenerate ? r.maxe <= 1e-4 : fp16 ? r.cos >= 0.999 : r.rel <= 1e-3);
         if (degenerate) printf("note: reference rms %.3g is below fp16 resolution; absolute error checked\n", rms);
-        CHECK(ok, "%s %s: output %d vs ONNX Runtime: rel err %.3g, cosine %.7f, max abs err %.3g (%lld steps, %lld "
-              "fused nodes, arena %.2f MB, weights %.2f MB)", dir, pn, (int)j, r.rel, r.cos, r.maxe, (long long)st.n_steps,
-              (long long)st.n_nodes_fused, st.arena_bytes / 1e6, st.weights_bytes / 1e6);
+        CHECK(ok,
+              "%s %s: output %d vs ONNX Runtime: rel err %.3g, cosine %.7f, max abs err %.3g (%lld steps, %lld "
+              "fused nodes, arena %.2f MB, weights %.2f MB)",
+              dir, pn, (int)j, r.rel, r.cos, r.maxe, (long long)st.n_steps, (long long)st.n_nodes_fused,
+              st.arena_bytes / 1e6, st.weights_bytes / 1e6);
     }
     /* device path: graphs on (first run captures, later ones replay) */
     if (cudaStreamCreate(&s) != cudaSuccess) goto out;
@@ -201,8 +209,10 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
     if (ok_all) {
         cudaMemcpy(back, d_out[0][0], o0.bytes, cudaMemcpyDeviceToHost);
         cmp r = compare(back, h_out, n0);
-        CHECK(ce == cudaSuccess && r.maxe <= 1e-6 * (1 + fabs(r.maxe)), "%s %s: device path (graph replay) equals host path: "
-              "max abs diff %.3g (%s)", dir, pn, r.maxe, cudaGetErrorString(ce));
+        CHECK(ce == cudaSuccess && r.maxe <= 1e-6 * (1 + fabs(r.maxe)),
+              "%s %s: device path (graph replay) equals host path: "
+              "max abs diff %.3g (%s)",
+              dir, pn, r.maxe, cudaGetErrorString(ce));
         ingot_cuda_context_get_stats(c, &st);
         int64_t upd0 = st.graph_updates;
         /* new output buffers: the graph's output copies are patched, not re-captured */
@@ -211,11 +221,12 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
         cudaMemcpy(back, d_out[1][0], o0.bytes, cudaMemcpyDeviceToHost);
         r = compare(back, h_out, n0);
         ingot_cuda_context_get_stats(c, &st);
-        CHECK(q == INGOT_OK && ce == cudaSuccess && r.maxe <= 1e-6 &&
-              (graphs_off || (st.graph_captured && st.graph_captures == 1 && st.graph_updates > upd0)),
-              "%s %s: new output pointer: max abs diff %.3g, graph captured %d, captures %lld, updates %lld -> %lld%s%s",
-              dir, pn, r.maxe, st.graph_captured, (long long)st.graph_captures, (long long)upd0, (long long)st.graph_updates,
-              st.graph_fallback[0] ? ", fallback: " : "", st.graph_fallback);
+        CHECK(
+            q == INGOT_OK && ce == cudaSuccess && r.maxe <= 1e-6 &&
+                (graphs_off || (st.graph_captured && st.graph_captures == 1 && st.graph_updates > upd0)),
+            "%s %s: new output pointer: max abs diff %.3g, graph captured %d, captures %lld, updates %lld -> %lld%s%s",
+            dir, pn, r.maxe, st.graph_captured, (long long)st.graph_captures, (long long)upd0,
+            (long long)st.graph_updates, st.graph_fallback[0] ? ", fallback: " : "", st.graph_fallback);
         /* allocation audit over 20 runs */
         size_t f0 = 0, f1 = 0, tot = 0;
         cudaMemGetInfo(&f0, &tot);
@@ -224,9 +235,10 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
         cudaStreamSynchronize(s);
         ingot_cuda_alloc_counts(&nm1, &nf1, NULL);
         cudaMemGetInfo(&f1, &tot);
-        CHECK(nm1 == nm0 && nf1 == nf0 && f0 == f1, "%s %s: 20 runs: %llu allocations, %llu frees, free memory changed "
-              "by %lld bytes", dir, pn, (unsigned long long)(nm1 - nm0), (unsigned long long)(nf1 - nf0),
-              (long long)f0 - (long long)f1);
+        CHECK(nm1 == nm0 && nf1 == nf0 && f0 == f1,
+              "%s %s: 20 runs: %llu allocations, %llu frees, free memory changed "
+              "by %lld bytes",
+              dir, pn, (unsigned long long)(nm1 - nm0), (unsigned long long)(nf1 - nf0), (long long)f0 - (long long)f1);
         /* graphs off: the same numbers */
         ingot_cuda_context_set_graphs(c, 0);
         cudaMemset(d_out[0][0], 0xff, o0.bytes);
@@ -234,8 +246,8 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
         ce = cudaStreamSynchronize(s);
         cudaMemcpy(back, d_out[0][0], o0.bytes, cudaMemcpyDeviceToHost);
         r = compare(back, h_out, n0);
-        CHECK(q == INGOT_OK && ce == cudaSuccess && r.maxe <= 1e-6, "%s %s: graphs off equals graphs on: max abs diff %.3g",
-              dir, pn, r.maxe);
+        CHECK(q == INGOT_OK && ce == cudaSuccess && r.maxe <= 1e-6,
+              "%s %s: graphs off equals graphs on: max abs diff %.3g", dir, pn, r.maxe);
     }
     free(back);
 out:

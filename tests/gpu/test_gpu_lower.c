@@ -18,8 +18,8 @@ static int verbose, lower_only;
 
 static const char *kind_name(int k)
 {
-    static const char *n[] = {"ew", "conv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill", "attention",
-                              "dwconv"};
+    static const char *n[] = {"ew",   "conv",   "gemm", "softmax",   "layernorm", "reduce",
+                              "pool", "gather", "fill", "attention", "dwconv"};
     return k >= 0 && k < IG_ST_KIND_COUNT ? n[k] : "?";
 }
 
@@ -31,13 +31,16 @@ static void dump(const ig_cu_prog *p)
         printf("    %3d %-9s %s", (int)i, kind_name(s->kind), ig__cu_step_label(p, s, lbl, sizeof lbl));
         if (s->kind == IG_ST_EW) {
             const ig_ew_args *a = &s->u.ew.args;
-            printf("  n=%lld rank=%d ops=%d in=%d%s", (long long)a->n, a->rank, a->n_ops, a->n_in, a->int_math ? " int" : "");
+            printf("  n=%lld rank=%d ops=%d in=%d%s", (long long)a->n, a->rank, a->n_ops, a->n_in,
+                   a->int_math ? " int" : "");
         } else if (s->kind == IG_ST_GEMM) {
             const ig_cu_gemm *g = &s->u.gemm;
-            printf("  m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d epi=%d bias=%d c=%d", (long long)g->m, (long long)g->n,
-                   (long long)g->k, (long long)g->batch, g->a_trans, g->b_trans, g->epi, g->bias >= 0, g->c >= 0);
+            printf("  m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d epi=%d bias=%d c=%d", (long long)g->m,
+                   (long long)g->n, (long long)g->k, (long long)g->batch, g->a_trans, g->b_trans, g->epi, g->bias >= 0,
+                   g->c >= 0);
         } else if (s->kind == IG_ST_CONV) {
-            printf("  relu=%d bias=%d z=%d group=%d", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0, s->u.conv.group);
+            printf("  relu=%d bias=%d z=%d group=%d", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
+                   s->u.conv.group);
         }
         printf("\n");
     }
@@ -62,7 +65,11 @@ static int check_case(const char *dir)
     memset(refs, 0, sizeof refs);
     for (int64_t i = 0; i < n_in && i < 16; i++) {
         snprintf(path, sizeof path, "%s/input_%d.npy", dir, (int)i);
-        if (ingot_tensor_load_file(rt, path, &ins[i]) != INGOT_OK) { printf("FAIL %s: %s\n", dir, ingot_runtime_errmsg(rt)); fails++; goto out; }
+        if (ingot_tensor_load_file(rt, path, &ins[i]) != INGOT_OK) {
+            printf("FAIL %s: %s\n", dir, ingot_runtime_errmsg(rt));
+            fails++;
+            goto out;
+        }
         ingot_tensor_info ti;
         ingot_model_input_info(m, i, &ti);
         ins[i].name = ti.name;
@@ -70,13 +77,23 @@ static int check_case(const char *dir)
     }
     for (int64_t j = 0; j < n_out && j < 16; j++) {
         snprintf(path, sizeof path, "%s/output_%d.npy", dir, (int)j);
-        if (ingot_tensor_load_file(rt, path, &refs[j]) != INGOT_OK) { printf("FAIL %s: %s\n", dir, ingot_runtime_errmsg(rt)); fails++; goto out; }
+        if (ingot_tensor_load_file(rt, path, &refs[j]) != INGOT_OK) {
+            printf("FAIL %s: %s\n", dir, ingot_runtime_errmsg(rt));
+            fails++;
+            goto out;
+        }
     }
-    if (ingot_model_infer(m) != INGOT_OK) { printf("FAIL %s: infer: %s\n", dir, ingot_runtime_errmsg(rt)); fails++; goto out; }
+    if (ingot_model_infer(m) != INGOT_OK) {
+        printf("FAIL %s: infer: %s\n", dir, ingot_runtime_errmsg(rt));
+        fails++;
+        goto out;
+    }
     const ig_graph *g = ig__model_graph(m);
     for (int prec = 0; prec < 2; prec++) {
-        ig_cu_lower_options lo = {.precision = prec ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT, .nhwc = 1,
-                                  .gelu_epilogue = 1, .attention = 0};
+        ig_cu_lower_options lo = {.precision = prec ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT,
+                                  .nhwc = 1,
+                                  .gelu_epilogue = 1,
+                                  .attention = prec};
         ig_cu_prog p;
         ig_err err = {0};
         const char *base = strrchr(dir, '/');
@@ -85,7 +102,8 @@ static int check_case(const char *dir)
             ingot_status q = ig__cu_lower(g, &lo, &p, &err);
             if (q == INGOT_OK) ig__cu_prog_free(&p);
             bool ok = q == INGOT_ERR_MODEL_UNSUPPORTED_OP && strstr(err.msg, "node '");
-            printf("%s %s %s: unsupported op reported: %s\n", ok ? "PASS" : "FAIL", dir, prec ? "fp16" : "fp32", err.msg);
+            printf("%s %s %s: unsupported op reported: %s\n", ok ? "PASS" : "FAIL", dir, prec ? "fp16" : "fp32",
+                   err.msg);
             fails += !ok;
             continue;
         }

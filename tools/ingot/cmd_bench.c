@@ -36,19 +36,18 @@ typedef struct bench_opts {
 
 static void bench_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N]\n"
-            "                   [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]\n"
-            "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off)\n"
-            "  --batch N       bind symbolic leading dims to N (default 1)\n"
-            "  --iterations N  timed runs (default: as many as --duration allows, at least 20)\n"
-            "  --duration S    seconds of timed runs per phase (default 2)\n"
-            "  --warmup N      untimed runs after the first (default 20)\n"
-            "  --no-graph      launch steps one by one instead of replaying a CUDA Graph\n"
-            "  --json          one JSON object on stdout\n"
-            "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256)\n"
-            "  --profile       also time every step once (stream execution) and list the slowest\n"
-            "  --cpu           time the CPU backend even when a GPU is present\n");
+    fprintf(f, "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N]\n"
+               "                   [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]\n"
+               "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off)\n"
+               "  --batch N       bind symbolic leading dims to N (default 1)\n"
+               "  --iterations N  timed runs (default: as many as --duration allows, at least 20)\n"
+               "  --duration S    seconds of timed runs per phase (default 2)\n"
+               "  --warmup N      untimed runs after the first (default 20)\n"
+               "  --no-graph      launch steps one by one instead of replaying a CUDA Graph\n"
+               "  --json          one JSON object on stdout\n"
+               "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256)\n"
+               "  --profile       also time every step once (stream execution) and list the slowest\n"
+               "  --cpu           time the CPU backend even when a GPU is present\n");
 }
 
 static double now_ms(void)
@@ -86,14 +85,15 @@ static lat summarize(double *v, int64_t n)
 
 static void print_lat(const char *what, lat l)
 {
-    printf("  %-22s min %8.4f  median %8.4f  mean %8.4f  p90 %8.4f  p99 %8.4f  max %8.4f ms\n", what, l.min,
-           l.median, l.mean, l.p90, l.p99, l.max);
+    printf("  %-22s min %8.4f  median %8.4f  mean %8.4f  p90 %8.4f  p99 %8.4f  max %8.4f ms\n", what, l.min, l.median,
+           l.mean, l.p90, l.p99, l.max);
 }
 
 static void json_lat(const char *key, lat l, int last)
 {
-    printf("  \"%s\": {\"min\": %.5f, \"median\": %.5f, \"mean\": %.5f, \"p90\": %.5f, \"p99\": %.5f, \"max\": %.5f}%s\n",
-           key, l.min, l.median, l.mean, l.p90, l.p99, l.max, last ? "" : ",");
+    printf(
+        "  \"%s\": {\"min\": %.5f, \"median\": %.5f, \"mean\": %.5f, \"p90\": %.5f, \"p99\": %.5f, \"max\": %.5f}%s\n",
+        key, l.min, l.median, l.mean, l.p90, l.p99, l.max, last ? "" : ",");
 }
 
 static uint64_t rng(uint64_t *s)
@@ -114,11 +114,27 @@ static void *random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed)
         uint64_t r = rng(seed);
         double u = (double)(r >> 11) / 9007199254740992.0;
         switch (t) {
-        case INGOT_DTYPE_FLOAT: { float f = (float)(2 * u - 1); memcpy(p + 4 * i, &f, 4); break; }
-        case INGOT_DTYPE_DOUBLE: { double f = 2 * u - 1; memcpy(p + 8 * i, &f, 8); break; }
+        case INGOT_DTYPE_FLOAT: {
+            float f = (float)(2 * u - 1);
+            memcpy(p + 4 * i, &f, 4);
+            break;
+        }
+        case INGOT_DTYPE_DOUBLE: {
+            double f = 2 * u - 1;
+            memcpy(p + 8 * i, &f, 8);
+            break;
+        }
         case INGOT_DTYPE_BOOL: p[i] = (unsigned char)(r & 1); break;
-        case INGOT_DTYPE_FLOAT16: { uint16_t h = (uint16_t)(0x3800 | (r & 0x3ff)); memcpy(p + 2 * i, &h, 2); break; }
-        default: { int64_t v = (int64_t)(u * 100); memcpy(p + es * i, &v, es); break; }
+        case INGOT_DTYPE_FLOAT16: {
+            uint16_t h = (uint16_t)(0x3800 | (r & 0x3ff));
+            memcpy(p + 2 * i, &h, 2);
+            break;
+        }
+        default: {
+            int64_t v = (int64_t)(u * 100);
+            memcpy(p + es * i, &v, es);
+            break;
+        }
         }
     }
     return p;
@@ -134,11 +150,16 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->workspace_mb = 256;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--fp16")) o->fp16 = 1;
-        else if (!strcmp(a, "--no-graph")) o->graph = 0;
-        else if (!strcmp(a, "--json")) o->json = 1;
-        else if (!strcmp(a, "--profile")) o->profile = 1;
-        else if (!strcmp(a, "--cpu")) o->cpu = 1;
+        if (!strcmp(a, "--fp16"))
+            o->fp16 = 1;
+        else if (!strcmp(a, "--no-graph"))
+            o->graph = 0;
+        else if (!strcmp(a, "--json"))
+            o->json = 1;
+        else if (!strcmp(a, "--profile"))
+            o->profile = 1;
+        else if (!strcmp(a, "--cpu"))
+            o->cpu = 1;
         else if (!strcmp(a, "--batch") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--batch", argv[++i], 1, &o->batch)) return 2;
         } else if (!strcmp(a, "--iterations") && i + 1 < argc) {
@@ -177,9 +198,12 @@ static void json_str(const char *s)
 {
     for (; s && *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') printf("\\%c", ch);
-        else if (ch < 0x20) printf("\\u%04x", ch);
-        else putchar(ch);
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
     }
 }
 
@@ -209,8 +233,14 @@ static int bench_cpu(const bench_opts *o, const char *why)
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CPU;
     double t0 = now_ms();
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) { print_err("build", rt); goto out; }
-    if (ingot_context_create(e, NULL, &c) != INGOT_OK) { print_err("context", rt); goto out; }
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
+        print_err("build", rt);
+        goto out;
+    }
+    if (ingot_context_create(e, NULL, &c) != INGOT_OK) {
+        print_err("context", rt);
+        goto out;
+    }
     double build_ms = now_ms() - t0;
     uint64_t seed = 1;
     n_in = ingot_model_input_count(m);
@@ -230,7 +260,10 @@ static int bench_cpu(const bench_opts *o, const char *why)
         if (!(ins[i].data = random_bytes(ti.dtype, ins[i].bytes, &seed))) goto out;
     }
     double f0 = now_ms();
-    if (ingot_context_run(c, ins, n_in) != INGOT_OK) { print_err("run", rt); goto out; }
+    if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
+        print_err("run", rt);
+        goto out;
+    }
     double first_ms = now_ms() - f0;
     int64_t iters = o->iterations ? o->iterations : 0;
     if (!iters) iters = first_ms > 0 ? (int64_t)(o->duration * 1e3 / first_ms) : 10;
@@ -240,7 +273,10 @@ static int bench_cpu(const bench_opts *o, const char *why)
     if (!lat_h) goto out;
     for (int64_t i = 0; i < iters; i++) {
         double a = now_ms();
-        if (ingot_context_run(c, ins, n_in) != INGOT_OK) { print_err("run", rt); goto out; }
+        if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
+            print_err("run", rt);
+            goto out;
+        }
         lat_h[i] = now_ms() - a;
     }
     lat l = summarize(lat_h, iters);
@@ -250,8 +286,8 @@ static int bench_cpu(const bench_opts *o, const char *why)
         printf("\",\n  \"backend\": \"cpu\",\n  \"reason\": \"");
         json_str(why);
         printf("\",\n  \"batch\": %" PRId64 ",\n  \"iterations\": %" PRId64 ",\n  \"build_ms\": %.3f,\n"
-               "  \"first_run_ms\": %.3f,\n  \"throughput_per_s\": %.2f,\n", o->batch, iters, build_ms, first_ms,
-               l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
+               "  \"first_run_ms\": %.3f,\n  \"throughput_per_s\": %.2f,\n",
+               o->batch, iters, build_ms, first_ms, l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
         json_lat("latency_host_ms", l, 1);
         printf("}\n");
     } else {
@@ -273,13 +309,13 @@ out:
 
 #ifdef INGOT_HAVE_CUDA
 
-#define CK(call)                                                                                         \
-    do {                                                                                                 \
-        cudaError_t e_ = (call);                                                                         \
-        if (e_ != cudaSuccess) {                                                                         \
-            fprintf(stderr, "ingot bench: %s: %s\n", #call, cudaGetErrorString(e_));                     \
-            goto out;                                                                                    \
-        }                                                                                                \
+#define CK(call)                                                                     \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess) {                                                     \
+            fprintf(stderr, "ingot bench: %s: %s\n", #call, cudaGetErrorString(e_)); \
+            goto out;                                                                \
+        }                                                                            \
     } while (0)
 
 static int bench_gpu(const bench_opts *o)
@@ -298,7 +334,7 @@ static int bench_gpu(const bench_opts *o)
     cudaStream_t stream = NULL;
     cudaEvent_t *ev = NULL;
     int64_t n_ev = 0;
-    char (*labels)[96] = NULL;
+    char(*labels)[96] = NULL;
     double *pms = NULL;
 
     struct cudaDeviceProp prop;
@@ -318,11 +354,17 @@ static int bench_gpu(const bench_opts *o)
     bo.precision = o->fp16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
     bo.workspace_limit = (size_t)o->workspace_mb << 20;
     double t0 = now_ms();
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) { print_err("build", rt); goto out; }
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
+        print_err("build", rt);
+        goto out;
+    }
     double build_ms = now_ms() - t0;
     CK(cudaMemGetInfo(&free1, &total));
     t0 = now_ms();
-    if (ingot_context_create(e, NULL, &c) != INGOT_OK) { print_err("context", rt); goto out; }
+    if (ingot_context_create(e, NULL, &c) != INGOT_OK) {
+        print_err("context", rt);
+        goto out;
+    }
     double ctx_ms = now_ms() - t0;
     CK(cudaMemGetInfo(&free2, &total));
     if (!o->graph) ingot_cuda_context_set_graphs(c, 0);
@@ -361,11 +403,17 @@ static int bench_gpu(const bench_opts *o)
         CK(cudaMalloc(&outs[j].data, outs[j].bytes ? outs[j].bytes : 1));
     }
     double f0 = now_ms();
-    if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("first run", rt); goto out; }
+    if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
+        print_err("first run", rt);
+        goto out;
+    }
     CK(cudaStreamSynchronize(stream));
     double first_ms = now_ms() - f0;
     for (int64_t i = 0; i < o->warmup; i++)
-        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("warm-up", rt); goto out; }
+        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
+            print_err("warm-up", rt);
+            goto out;
+        }
     CK(cudaStreamSynchronize(stream));
 
     /* how many iterations fit the duration: time a few */
@@ -373,7 +421,10 @@ static int bench_gpu(const bench_opts *o)
     if (!iters) {
         double a = now_ms();
         for (int k = 0; k < 5; k++)
-            if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("run", rt); goto out; }
+            if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
+                print_err("run", rt);
+                goto out;
+            }
         CK(cudaStreamSynchronize(stream));
         double per = (now_ms() - a) / 5;
         iters = per > 0 ? (int64_t)(o->duration * 1e3 / per) : 1000;
@@ -394,7 +445,10 @@ static int bench_gpu(const bench_opts *o)
     for (int64_t i = 0; i < iters; i++) {
         double a = now_ms();
         cudaEventRecord(ev[2 * i], stream);
-        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("run", rt); goto out; }
+        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
+            print_err("run", rt);
+            goto out;
+        }
         cudaEventRecord(ev[2 * i + 1], stream);
         CK(cudaEventSynchronize(ev[2 * i + 1]));
         lat_h[i] = now_ms() - a;
@@ -407,7 +461,10 @@ static int bench_gpu(const bench_opts *o)
     /* throughput: back to back, one synchronisation */
     cudaEventRecord(ev[n_ev - 2], stream);
     for (int64_t i = 0; i < iters; i++)
-        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) { print_err("run", rt); goto out; }
+        if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
+            print_err("run", rt);
+            goto out;
+        }
     cudaEventRecord(ev[n_ev - 1], stream);
     CK(cudaEventSynchronize(ev[n_ev - 1]));
     float total_ms = 0;
@@ -440,8 +497,8 @@ static int bench_gpu(const bench_opts *o)
         printf("\",\n  \"backend\": \"cuda\",\n  \"device\": \"");
         json_str(prop.name);
         printf("\",\n  \"driver\": %d,\n  \"runtime\": %d,\n  \"precision\": \"%s\",\n  \"batch\": %" PRId64 ",\n"
-               "  \"graph\": %d,\n  \"graph_captured\": %d,\n  \"graph_fallback\": \"", driver, runtime, prec, o->batch,
-               o->graph, st.graph_captured);
+               "  \"graph\": %d,\n  \"graph_captured\": %d,\n  \"graph_fallback\": \"",
+               driver, runtime, prec, o->batch, o->graph, st.graph_captured);
         json_str(st.graph_fallback);
         printf("\",\n  \"iterations\": %" PRId64 ",\n", iters);
         printf("  \"build_ms\": %.3f,\n  \"context_ms\": %.3f,\n  \"tune_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n",
@@ -449,28 +506,34 @@ static int bench_gpu(const bench_opts *o)
         printf("  \"throughput_per_s\": %.2f,\n", per_s);
         json_lat("latency_gpu_ms", lg, 0);
         json_lat("latency_host_ms", lh, 0);
-        printf("  \"memory_bytes\": {\"weights\": %zu, \"arena\": %zu, \"workspace_max\": %zu, \"activation_lower_bound\": %zu, "
+        printf("  \"memory_bytes\": {\"weights\": %zu, \"arena\": %zu, \"workspace_max\": %zu, "
+               "\"activation_lower_bound\": %zu, "
                "\"no_reuse\": %zu, \"constants\": %zu, \"rest\": %lld, \"total\": %lld},\n",
                st.weights_bytes, st.arena_bytes, st.workspace_bytes, st.activation_lower_bound_bytes, st.no_reuse_bytes,
                st.constant_bytes, rest, mem_model);
-        printf("  \"timed_runs\": {\"device_mallocs\": %" PRIu64 ", \"device_frees\": %" PRIu64 ", \"free_memory_delta\": %lld},\n",
+        printf("  \"timed_runs\": {\"device_mallocs\": %" PRIu64 ", \"device_frees\": %" PRIu64
+               ", \"free_memory_delta\": %lld},\n",
                nm1 - nm0, nf1 - nf0, during);
         printf("  \"steps\": %" PRId64 ",\n  \"nodes_fused\": %" PRId64 ",\n  \"graph_updates\": %" PRId64 "\n}\n",
                st.n_steps, st.n_nodes_fused, st.graph_updates);
     } else {
-        printf("model %s on %s (driver %d, runtime %d), %s, batch %" PRId64 ", CUDA graph %s\n", o->path, prop.name, driver,
-               runtime, prec, o->batch, !o->graph ? "off" : st.graph_captured ? "on" : "FAILED (step by step)");
+        printf("model %s on %s (driver %d, runtime %d), %s, batch %" PRId64 ", CUDA graph %s\n", o->path, prop.name,
+               driver, runtime, prec, o->batch,
+               !o->graph           ? "off"
+               : st.graph_captured ? "on"
+                                   : "FAILED (step by step)");
         if (o->graph && !st.graph_captured && st.graph_fallback[0]) printf("  graph fallback: %s\n", st.graph_fallback);
         printf("  build: engine %.1f ms, context %.1f ms (algorithm tuning %.1f ms), first run %.2f ms\n", build_ms,
                ctx_ms, st.tune_ms, first_ms);
-        printf("  %" PRId64 " steps per inference (%" PRId64 " graph nodes fused into others)\n", st.n_steps, st.n_nodes_fused);
+        printf("  %" PRId64 " steps per inference (%" PRId64 " graph nodes fused into others)\n", st.n_steps,
+               st.n_nodes_fused);
         printf("  throughput            %.1f per s (%" PRId64 " back-to-back runs)\n", per_s, iters);
         print_lat("latency (GPU, events)", lg);
         print_lat("latency (host wall)", lh);
         printf("  memory: weights %.1f MB, arena %.1f MB (largest workspace %.1f MB, live lower bound %.1f MB, "
-               "no reuse %.1f MB), rest %.1f MB, total %.1f MB\n", st.weights_bytes / 1e6, st.arena_bytes / 1e6,
-               st.workspace_bytes / 1e6, st.activation_lower_bound_bytes / 1e6, st.no_reuse_bytes / 1e6, rest / 1e6,
-               mem_model / 1e6);
+               "no reuse %.1f MB), rest %.1f MB, total %.1f MB\n",
+               st.weights_bytes / 1e6, st.arena_bytes / 1e6, st.workspace_bytes / 1e6,
+               st.activation_lower_bound_bytes / 1e6, st.no_reuse_bytes / 1e6, rest / 1e6, mem_model / 1e6);
         printf("  timed runs: %" PRIu64 " device allocations, %" PRIu64 " frees, free memory changed by %lld bytes\n",
                nm1 - nm0, nf1 - nf0, during);
     }
@@ -488,13 +551,14 @@ static int bench_gpu(const bench_opts *o)
                     idx[b] = idx[b - 1];
                     idx[b - 1] = t;
                 }
-            fprintf(pf, "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
+            fprintf(pf,
+                    "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
                     o->path, o->batch, tot, n_prof);
             for (int64_t k = 0; k < n_prof && k < 25; k++)
                 fprintf(pf, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
                         labels[idx[k]]);
-            const char *kinds[] = {"ew", "conv", "dwconv", "gemm", "softmax", "layernorm", "reduce", "pool", "gather", "fill",
-                                   "attention"};
+            const char *kinds[] = {"ew",     "conv", "dwconv", "gemm", "softmax",  "layernorm",
+                                   "reduce", "pool", "gather", "fill", "attention"};
             for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
                 double s = 0;
                 int cnt = 0;

@@ -22,7 +22,7 @@ static void usage(FILE *f)
             "                                              files or seeded random; outputs as .npy\n"
             "  plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE]\n"
             "                                              the static memory plan of the activations\n"
-            "  bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--no-graph] [--json]\n"
+            "  bench MODEL.onnx [--fp16] [--batch N] [--duration S] [--json]\n"
             "                                              throughput, latency, memory on the GPU\n"
             "  version                                     print the version\n"
             "\n"

@@ -22,7 +22,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#define EW_BLOCK 256
+#define EW_BLOCK    256
 #define EW_MAX_GRID 65536
 
 /* ---- scalar conversions ---------------------------------------------------------------------- */
@@ -112,8 +112,14 @@ __device__ __forceinline__ void load_vec(const void *p, int64_t off, int64_t st,
             const float *q = (const float *)p + off;
             if (((uintptr_t)q & 15) == 0) {
                 float4 a = *(const float4 *)q, b = *(const float4 *)(q + 4);
-                o[0] = (T)a.x; o[1] = (T)a.y; o[2] = (T)a.z; o[3] = (T)a.w;
-                o[4] = (T)b.x; o[5] = (T)b.y; o[6] = (T)b.z; o[7] = (T)b.w;
+                o[0] = (T)a.x;
+                o[1] = (T)a.y;
+                o[2] = (T)a.z;
+                o[3] = (T)a.w;
+                o[4] = (T)b.x;
+                o[5] = (T)b.y;
+                o[6] = (T)b.z;
+                o[7] = (T)b.w;
                 return;
             }
         }
@@ -188,15 +194,15 @@ template <int V>
 __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const float (&q)[V], const float (&s)[V],
                                         float k, float k2, float (&x)[V])
 {
-#define EW_CASE(c, expr)                                                                                \
-    case c:                                                                                             \
-        _Pragma("unroll") for (int j = 0; j < V; j++)                                                   \
-        {                                                                                               \
-            const float a = p[j], b = q[j], z = s[j];                                                   \
-            (void)b;                                                                                    \
-            (void)z;                                                                                    \
-            x[j] = (expr);                                                                              \
-        }                                                                                               \
+#define EW_CASE(c, expr)                              \
+    case c:                                           \
+        _Pragma("unroll") for (int j = 0; j < V; j++) \
+        {                                             \
+            const float a = p[j], b = q[j], z = s[j]; \
+            (void)b;                                  \
+            (void)z;                                  \
+            x[j] = (expr);                            \
+        }                                             \
         break;
     switch (code) {
         EW_CASE(IG_EW_COPY, a)
@@ -246,17 +252,19 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         EW_CASE(IG_EW_OR, (a != 0.f || b != 0.f) ? 1.f : 0.f)
         EW_CASE(IG_EW_WHERE, a != 0.f ? b : z)
         EW_CASE(IG_EW_MULADD, fmaf(a, b, z))
-    default:
-        _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = 0.f;
+    default: _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = 0.f;
     }
 #undef EW_CASE
 }
 
-__device__ __forceinline__ long long op_i(int code, long long x, long long y, long long z, long long k,
-                                          long long k2)
+__device__ __forceinline__ long long op_i(int code, long long x, long long y, long long z, long long k, long long k2)
 {
     switch (code) {
-    case IG_EW_COPY: case IG_EW_TO_INT: case IG_EW_FLOOR: case IG_EW_CEIL: case IG_EW_ROUND: return x;
+    case IG_EW_COPY:
+    case IG_EW_TO_INT:
+    case IG_EW_FLOOR:
+    case IG_EW_CEIL:
+    case IG_EW_ROUND: return x;
     case IG_EW_NEG: return (long long)(0ull - (unsigned long long)x);
     case IG_EW_ABS: return x < 0 ? (long long)(0ull - (unsigned long long)x) : x;
     case IG_EW_RELU: return x > 0 ? x : 0;
@@ -292,11 +300,11 @@ __device__ __forceinline__ long long op_i(int code, long long x, long long y, lo
 }
 
 template <typename T, int V>
-__device__ __forceinline__ void apply(int code, const T (&p)[V], const T (&q)[V], const T (&s)[V], double k,
-                                      double k2, T (&x)[V]);
+__device__ __forceinline__ void apply(int code, const T (&p)[V], const T (&q)[V], const T (&s)[V], double k, double k2,
+                                      T (&x)[V]);
 template <int V>
-__device__ __forceinline__ void apply(int code, const float (&p)[V], const float (&q)[V], const float (&s)[V],
-                                      double k, double k2, float (&x)[V])
+__device__ __forceinline__ void apply(int code, const float (&p)[V], const float (&q)[V], const float (&s)[V], double k,
+                                      double k2, float (&x)[V])
 {
     apply_f<V>(code, p, q, s, (float)k, (float)k2, x);
 }
@@ -319,30 +327,38 @@ __device__ __forceinline__ void fetch(int ref, const T (&r)[NR][V], double k, T 
         return;
     }
     switch (ref) {
-#define FETCH_CASE(i)                                                                                   \
-    case i:                                                                                             \
-        if (i < NR) {                                                                                   \
-            _Pragma("unroll") for (int j = 0; j < V; j++) o[j] = r[i < NR ? i : 0][j];                  \
-        }                                                                                               \
+#define FETCH_CASE(i)                                                                              \
+    case i:                                                                                        \
+        if (i < NR) { _Pragma("unroll") for (int j = 0; j < V; j++) o[j] = r[i < NR ? i : 0][j]; } \
         break;
-        FETCH_CASE(0) FETCH_CASE(1) FETCH_CASE(2) FETCH_CASE(3) FETCH_CASE(4) FETCH_CASE(5)
-
+        // clang-format off
+        FETCH_CASE(0)
+        FETCH_CASE(1)
+        FETCH_CASE(2)
+        FETCH_CASE(3)
+        FETCH_CASE(4)
+        FETCH_CASE(5)
+        // clang-format on
 #undef FETCH_CASE
     default: break;
     }
 }
 
-template <typename T, int V, int NR>
-__device__ __forceinline__ void put(int dst, T (&r)[NR][V], const T (&v)[V])
+template <typename T, int V, int NR> __device__ __forceinline__ void put(int dst, T (&r)[NR][V], const T (&v)[V])
 {
     switch (dst) {
-#define PUT_CASE(i)                                                                                     \
-    case i:                                                                                             \
-        if (i < NR) {                                                                                   \
-            _Pragma("unroll") for (int j = 0; j < V; j++) r[i < NR ? i : 0][j] = v[j];                  \
-        }                                                                                               \
+#define PUT_CASE(i)                                                                                \
+    case i:                                                                                        \
+        if (i < NR) { _Pragma("unroll") for (int j = 0; j < V; j++) r[i < NR ? i : 0][j] = v[j]; } \
         break;
-        PUT_CASE(0) PUT_CASE(1) PUT_CASE(2) PUT_CASE(3) PUT_CASE(4) PUT_CASE(5)
+        // clang-format off
+        PUT_CASE(0)
+        PUT_CASE(1)
+        PUT_CASE(2)
+        PUT_CASE(3)
+        PUT_CASE(4)
+        PUT_CASE(5)
+        // clang-format on
 #undef PUT_CASE
     default: break;
     }
@@ -351,8 +367,7 @@ __device__ __forceinline__ void put(int dst, T (&r)[NR][V], const T (&v)[V])
 /* Run the program on V consecutive elements whose outer coordinates are shared: input k's elements sit
  * at off[k] + j * (its innermost stride; 0 when broadcast). */
 template <typename T, int V, int NR>
-__device__ __forceinline__ void run_program(const ig_ew_args &a, T (&r)[NR][V],
-                                            const int64_t (&off)[IG_EW_MAX_IN])
+__device__ __forceinline__ void run_program(const ig_ew_args &a, T (&r)[NR][V], const int64_t (&off)[IG_EW_MAX_IN])
 {
     const int last = a.rank - 1;
     for (int i = 0; i < a.n_ops; i++) {
@@ -360,12 +375,18 @@ __device__ __forceinline__ void run_program(const ig_ew_args &a, T (&r)[NR][V],
         T x[V];
         if (op.code == IG_EW_LOAD) {
             switch (op.a) {
-#define LOAD_CASE(kk)                                                                                   \
-    case kk:                                                                                            \
-        load_vec<T, V>(a.in[kk], off[kk], a.in_kind[kk] == 2 ? 0 : a.in_strides[kk][last], a.in_dtype[kk], \
-                       x);                                                                              \
+#define LOAD_CASE(kk)                                                                                          \
+    case kk:                                                                                                   \
+        load_vec<T, V>(a.in[kk], off[kk], a.in_kind[kk] == 2 ? 0 : a.in_strides[kk][last], a.in_dtype[kk], x); \
         break;
-                LOAD_CASE(0) LOAD_CASE(1) LOAD_CASE(2) LOAD_CASE(3) LOAD_CASE(4) LOAD_CASE(5)
+                // clang-format off
+                LOAD_CASE(0)
+                LOAD_CASE(1)
+                LOAD_CASE(2)
+                LOAD_CASE(3)
+                LOAD_CASE(4)
+                LOAD_CASE(5)
+                // clang-format on
 #undef LOAD_CASE
             default:
 #pragma unroll
@@ -408,8 +429,10 @@ __device__ __forceinline__ void element_offsets(const ig_ew_args &a, int64_t e, 
     }
 #pragma unroll
     for (int k = 0; k < IG_EW_MAX_IN; k++) {
-        if (a.in_kind[k] == 1) io[k] = e;
-        else if (a.in_kind[k] == 2) io[k] = 0;
+        if (a.in_kind[k] == 1)
+            io[k] = e;
+        else if (a.in_kind[k] == 2)
+            io[k] = 0;
     }
     if (a.out_contig) oo = e;
 }
@@ -448,15 +471,13 @@ __global__ void __launch_bounds__(EW_BLOCK, NR > 2 ? 1 : 2) ew_kernel(const ig_e
     }
 }
 
-
 /* ---- the fast path: at most two inputs, loaded first, then ops on two registers --------------------
  * Most programs are a copy/cast, a binary op, or a binary op and an activation (bias + ReLU/Clip,
  * masks, residual adds, scaling). Here both loads are issued before any arithmetic (two loads in flight
  * per thread), indices are 32-bit when the tensors allow, and only two registers exist: far fewer
  * registers per thread than the general interpreter, so more warps hide the memory latency. */
 
-template <typename I>
-__device__ __forceinline__ void fast_offsets(const ig_ew_args &a, I e, I &o0, I &o1, I &oo)
+template <typename I> __device__ __forceinline__ void fast_offsets(const ig_ew_args &a, I e, I &o0, I &o1, I &oo)
 {
     o0 = o1 = oo = 0;
     I rem = e;
@@ -469,15 +490,18 @@ __device__ __forceinline__ void fast_offsets(const ig_ew_args &a, I e, I &o0, I 
         o0 += c * (I)a.in_strides[0][d];
         o1 += c * (I)a.in_strides[1][d];
     }
-    if (a.in_kind[0] == 1) o0 = e;
-    else if (a.in_kind[0] == 2) o0 = 0;
-    if (a.in_kind[1] == 1) o1 = e;
-    else if (a.in_kind[1] == 2) o1 = 0;
+    if (a.in_kind[0] == 1)
+        o0 = e;
+    else if (a.in_kind[0] == 2)
+        o0 = 0;
+    if (a.in_kind[1] == 1)
+        o1 = e;
+    else if (a.in_kind[1] == 2)
+        o1 = 0;
     if (a.out_contig) oo = e;
 }
 
-template <int V>
-__device__ __forceinline__ void fast_ops(const ig_ew_args &a, int first, float (&r)[2][V])
+template <int V> __device__ __forceinline__ void fast_ops(const ig_ew_args &a, int first, float (&r)[2][V])
 {
     for (int i = first; i < a.n_ops; i++) {
         const ig_ew_op &op = a.ops[i];
@@ -558,7 +582,8 @@ static bool ew_fits_i32(const ig_ew_args *a)
     for (int d = 0; d < a->rank; d++) {
         int64_t span = a->dims[d] - 1;
         mo += span * (a->out_strides[d] < 0 ? -a->out_strides[d] : a->out_strides[d]);
-        for (int k = 0; k < a->n_in; k++) mi[k] += span * (a->in_strides[k][d] < 0 ? -a->in_strides[k][d] : a->in_strides[k][d]);
+        for (int k = 0; k < a->n_in; k++)
+            mi[k] += span * (a->in_strides[k][d] < 0 ? -a->in_strides[k][d] : a->in_strides[k][d]);
     }
     if (mo >= ((int64_t)1 << 31) - 16) return false;
     for (int k = 0; k < a->n_in; k++)
@@ -590,10 +615,14 @@ static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block,
     *grid = dim3((unsigned)blocks);
     *block = dim3(EW_BLOCK);
     *n_loads = ew_fast_loads(a);
-    if (*n_loads >= 0) *func = ew_fits_i32(a) ? (void *)ew_fast_kernel<int32_t> : (void *)ew_fast_kernel<int64_t>;
-    else if (a->int_math) *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
-    else if (ew_small(a)) *func = (void *)ew_kernel<float, 8, 2>;
-    else *func = (void *)ew_kernel<float, 8, IG_EW_NREG>;
+    if (*n_loads >= 0)
+        *func = ew_fits_i32(a) ? (void *)ew_fast_kernel<int32_t> : (void *)ew_fast_kernel<int64_t>;
+    else if (a->int_math)
+        *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
+    else if (ew_small(a))
+        *func = (void *)ew_kernel<float, 8, 2>;
+    else
+        *func = (void *)ew_kernel<float, 8, IG_EW_NREG>;
 }
 
 extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
@@ -604,8 +633,10 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
     int nl;
     ew_config(a, &func, &grid, &block, &nl);
     if (nl >= 0) {
-        if (func == (void *)ew_fast_kernel<int32_t>) ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
-        else ew_fast_kernel<int64_t><<<grid, block, 0, s>>>(*a, nl);
+        if (func == (void *)ew_fast_kernel<int32_t>)
+            ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
+        else
+            ew_fast_kernel<int64_t><<<grid, block, 0, s>>>(*a, nl);
     } else if (a->int_math) {
         ew_kernel<long long, 2, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
     } else if (ew_small(a)) {

@@ -21,15 +21,15 @@
 extern "C" {
 #endif
 
-#define IG_EW_MAX_IN 6    /* inputs of one fused elementwise kernel */
-#define IG_EW_MAX_OPS 24  /* operations of its program */
+#define IG_EW_MAX_IN   6  /* inputs of one fused elementwise kernel */
+#define IG_EW_MAX_OPS  24 /* operations of its program */
 #define IG_EW_MAX_RANK 6  /* dims after collapsing */
-#define IG_EW_NREG 6      /* registers r0..r5 */
+#define IG_EW_NREG     6  /* registers r0..r5 */
 
 /* Operand references of an elementwise program: a register, or the op's constant k. */
 enum ig_ew_ref {
-    IG_REF_R0 = 0,          /* .. IG_REF_R0 + IG_EW_NREG - 1 */
-    IG_REF_K = IG_EW_NREG,  /* the op's constant k */
+    IG_REF_R0 = 0,         /* .. IG_REF_R0 + IG_EW_NREG - 1 */
+    IG_REF_K = IG_EW_NREG, /* the op's constant k */
     IG_REF_NONE = 255,
 };
 
@@ -38,17 +38,52 @@ enum ig_ew_ref {
 enum ig_ew_code {
     IG_EW_LOAD = 0, /* r = in[a] */
     IG_EW_COPY,     /* r = a */
-    IG_EW_NEG, IG_EW_ABS, IG_EW_RECIP, IG_EW_SQRT, IG_EW_EXP, IG_EW_LOG, IG_EW_ERF, IG_EW_TANH,
-    IG_EW_SIGMOID, IG_EW_RELU, IG_EW_LEAKY,      /* k = alpha */
-    IG_EW_CLIP,                                  /* k = min, k2 = max */
-    IG_EW_HARDSIGMOID,                           /* k = alpha, k2 = beta */
-    IG_EW_HARDSWISH, IG_EW_GELU_ERF, IG_EW_GELU_TANH, IG_EW_SOFTPLUS, IG_EW_MISH, IG_EW_ISNAN, IG_EW_NOT,
-    IG_EW_FLOOR, IG_EW_CEIL, IG_EW_ROUND,
-    IG_EW_TO_F16, IG_EW_TO_BF16, IG_EW_TO_INT, IG_EW_TO_BOOL, /* value-changing casts inside a program */
-    IG_EW_ADD, IG_EW_SUB, IG_EW_MUL, IG_EW_DIV, IG_EW_POW, IG_EW_MOD, IG_EW_FMOD, IG_EW_MAX, IG_EW_MIN,
-    IG_EW_PRELU, IG_EW_EQ, IG_EW_GT, IG_EW_LT, IG_EW_GE, IG_EW_LE, IG_EW_AND, IG_EW_OR,
-    IG_EW_WHERE,                                 /* r = a != 0 ? b : c */
-    IG_EW_MULADD,                                /* r = a * b + c */
+    IG_EW_NEG,
+    IG_EW_ABS,
+    IG_EW_RECIP,
+    IG_EW_SQRT,
+    IG_EW_EXP,
+    IG_EW_LOG,
+    IG_EW_ERF,
+    IG_EW_TANH,
+    IG_EW_SIGMOID,
+    IG_EW_RELU,
+    IG_EW_LEAKY,       /* k = alpha */
+    IG_EW_CLIP,        /* k = min, k2 = max */
+    IG_EW_HARDSIGMOID, /* k = alpha, k2 = beta */
+    IG_EW_HARDSWISH,
+    IG_EW_GELU_ERF,
+    IG_EW_GELU_TANH,
+    IG_EW_SOFTPLUS,
+    IG_EW_MISH,
+    IG_EW_ISNAN,
+    IG_EW_NOT,
+    IG_EW_FLOOR,
+    IG_EW_CEIL,
+    IG_EW_ROUND,
+    IG_EW_TO_F16,
+    IG_EW_TO_BF16,
+    IG_EW_TO_INT,
+    IG_EW_TO_BOOL, /* value-changing casts inside a program */
+    IG_EW_ADD,
+    IG_EW_SUB,
+    IG_EW_MUL,
+    IG_EW_DIV,
+    IG_EW_POW,
+    IG_EW_MOD,
+    IG_EW_FMOD,
+    IG_EW_MAX,
+    IG_EW_MIN,
+    IG_EW_PRELU,
+    IG_EW_EQ,
+    IG_EW_GT,
+    IG_EW_LT,
+    IG_EW_GE,
+    IG_EW_LE,
+    IG_EW_AND,
+    IG_EW_OR,
+    IG_EW_WHERE,  /* r = a != 0 ? b : c */
+    IG_EW_MULADD, /* r = a * b + c */
     IG_EW_CODE_COUNT
 };
 
@@ -57,28 +92,28 @@ typedef struct ig_ew_op {
     uint8_t a, b, c; /* operand refs (IG_REF_*) */
     uint8_t dst;     /* IG_REF_R0 + i */
     uint8_t pad[3];
-    double k, k2;    /* constants: operand IG_REF_K, or parameters (CLIP, LEAKY, HARDSIGMOID) */
+    double k, k2; /* constants: operand IG_REF_K, or parameters (CLIP, LEAKY, HARDSIGMOID) */
 } ig_ew_op;
 
 /* out[i] = program(in_0[i], ..., in_{n-1}[i]) over the output's dims, every input read through its own
  * strides (0 for broadcast dims). The result is the register named by `result`. */
 typedef struct ig_ew_args {
-    int64_t n;                              /* output elements */
-    int32_t rank;                           /* >= 1 after collapsing */
-    int32_t int_math;                       /* 1: registers are int64 (all values integer or bool) */
-    int64_t dims[IG_EW_MAX_RANK];           /* iteration dims, outermost first */
+    int64_t n;                    /* output elements */
+    int32_t rank;                 /* >= 1 after collapsing */
+    int32_t int_math;             /* 1: registers are int64 (all values integer or bool) */
+    int64_t dims[IG_EW_MAX_RANK]; /* iteration dims, outermost first */
     void *out;
     int64_t out_strides[IG_EW_MAX_RANK];
     int32_t out_dtype;
-    int32_t out_contig;                     /* 1: out_strides are row-major of dims */
+    int32_t out_contig; /* 1: out_strides are row-major of dims */
     int32_t n_in;
     int32_t n_ops;
     const void *in[IG_EW_MAX_IN];
     int32_t in_dtype[IG_EW_MAX_IN];
-    int32_t in_kind[IG_EW_MAX_IN];          /* 0: general strides, 1: same as a contiguous output, 2: one value */
+    int32_t in_kind[IG_EW_MAX_IN]; /* 0: general strides, 1: same as a contiguous output, 2: one value */
     int64_t in_strides[IG_EW_MAX_IN][IG_EW_MAX_RANK];
     ig_ew_op ops[IG_EW_MAX_OPS];
-    uint8_t result;                         /* register holding the value stored */
+    uint8_t result; /* register holding the value stored */
 } ig_ew_args;
 
 cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s);
@@ -86,26 +121,26 @@ cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s);
  * by-value arguments copied into arg_storage, which must hold sizeof(ig_ew_args) + 16 bytes, pointed to
  * by arg_ptrs[0..1]); for patching an instantiated CUDA graph's input/output copies in place
  * (cudaGraphExecKernelNodeSetParams). */
-cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cudaKernelNodeParams *params,
-                                      void *arg_storage, void **arg_ptrs);
+cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cudaKernelNodeParams *params, void *arg_storage,
+                                      void **arg_ptrs);
 
 /* ---- softmax / log-softmax over contiguous rows ---- */
 typedef struct ig_softmax_args {
     const void *x;
     void *y;
-    int32_t dtype;   /* of x and y */
+    int32_t dtype; /* of x and y */
     int64_t rows, cols;
-    int32_t log;     /* 1: LogSoftmax */
+    int32_t log; /* 1: LogSoftmax */
     /* rows are [outer, axis, inner] when inner > 1: element (o, j, i) at o*cols*inner + j*inner + i */
     int64_t inner;
     /* inner == 1 only: softmax(x * scale + mask), mask read through strides; row r = (r0, r1, r2) over
      * row_dims, element (r, c) of the mask at r0*ms[0] + r1*ms[1] + r2*ms[2] + c*ms[3] */
-    float scale;              /* 1 when unused */
-    const void *mask;         /* NULL: none */
+    float scale;      /* 1 when unused */
+    const void *mask; /* NULL: none */
     int32_t mask_dtype;
     int64_t row_dims[3];
     int64_t ms[4];
-    int32_t zero_nan;         /* NaN results become 0 (Where(IsNaN(y), 0, y) fused: fully masked rows) */
+    int32_t zero_nan; /* NaN results become 0 (Where(IsNaN(y), 0, y) fused: fully masked rows) */
 } ig_softmax_args;
 cudaError_t ingot_cuda_softmax(const ig_softmax_args *a, cudaStream_t s);
 
@@ -128,12 +163,12 @@ typedef struct ig_reduce_args {
     void *y;
     int32_t x_dtype, y_dtype;
     int32_t kind;
-    int32_t select_last;      /* ArgMax/ArgMin: last index among equal values */
+    int32_t select_last; /* ArgMax/ArgMin: last index among equal values */
     int32_t out_rank, red_rank;
     int64_t out_dims[IG_EW_MAX_RANK], out_xstrides[IG_EW_MAX_RANK]; /* kept dims, their strides in x */
     int64_t red_dims[IG_EW_MAX_RANK], red_xstrides[IG_EW_MAX_RANK]; /* reduced dims */
     int64_t n_out, n_red;
-    int64_t arg_stride;       /* ArgMax/ArgMin: stride of the reduced axis (its index is returned) */
+    int64_t arg_stride; /* ArgMax/ArgMin: stride of the reduced axis (its index is returned) */
 } ig_reduce_args;
 cudaError_t ingot_cuda_reduce(const ig_reduce_args *a, cudaStream_t s);
 
@@ -145,7 +180,7 @@ typedef struct ig_pool_args {
     int32_t is_max;
     int32_t count_include_pad;
     int64_t n, c, h, w, oh, ow;
-    int64_t xs[4], ys[4];     /* strides of x and y for (n, c, h, w) */
+    int64_t xs[4], ys[4]; /* strides of x and y for (n, c, h, w) */
     int32_t kh, kw, sh, sw, ph, pw, dh, dw;
 } ig_pool_args;
 cudaError_t ingot_cuda_pool(const ig_pool_args *a, cudaStream_t s);
@@ -157,9 +192,9 @@ enum ig_act { IG_ACT_NONE = 0, IG_ACT_RELU = 1, IG_ACT_CLIP = 2 };
 typedef struct ig_dwconv_args {
     const void *x, *filt, *b; /* filt [kh][kw][C]; b may be NULL */
     void *y;
-    int32_t dtype;         /* of x, w, b, y */
+    int32_t dtype; /* of x, w, b, y */
     int32_t act;
-    float lo, hi;          /* IG_ACT_CLIP bounds */
+    float lo, hi; /* IG_ACT_CLIP bounds */
     int64_t n, c, h, w, oh, ow;
     int64_t xs[4], ys[4];
     int32_t kh, kw, sh, sw, ph, pw, dh, dw;
@@ -171,18 +206,18 @@ typedef struct ig_gather_args {
     const void *x;
     const void *idx;
     void *y;
-    int32_t idx_dtype;        /* INT32 or INT64 */
-    int32_t esize;            /* bytes per element of x/y */
+    int32_t idx_dtype; /* INT32 or INT64 */
+    int32_t esize;     /* bytes per element of x/y */
     int64_t outer, axis_dim, inner, n_idx;
 } ig_gather_args;
 cudaError_t ingot_cuda_gather(const ig_gather_args *a, cudaStream_t s);
 
 /* ---- fused attention: O = softmax(scale * Q K^T + mask) V per (batch, head) ---- */
 typedef struct ig_attention_args {
-    const void *q, *k, *v;    /* [B, H, S_q|S_kv, D] through strides */
+    const void *q, *k, *v; /* [B, H, S_q|S_kv, D] through strides */
     void *o;
-    const void *mask;         /* additive, broadcast over [B, H, S_q, S_kv] through strides; NULL: none */
-    int32_t dtype;            /* FLOAT16 only for now (q, k, v, o) */
+    const void *mask; /* additive, broadcast over [B, H, S_q, S_kv] through strides; NULL: none */
+    int32_t dtype;    /* FLOAT16 only for now (q, k, v, o) */
     int32_t mask_dtype;
     int64_t b, h, sq, skv, d;
     int64_t qs[4], ks[4], vs[4], os[4], ms[4];

@@ -16,8 +16,7 @@
 
 /* One thread per CS-byte chunk of the output; a row of `inner` elements is copied in chunks, so for
  * embeddings (inner = 768 fp16) each thread moves 16 bytes. */
-template <typename C>
-__global__ void gather_kernel(const ig_gather_args a, int64_t chunks_per_row, int64_t n_chunks)
+template <typename C> __global__ void gather_kernel(const ig_gather_args a, int64_t chunks_per_row, int64_t n_chunks)
 {
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_chunks) return;
@@ -83,8 +82,10 @@ __global__ void pool_nhwc8_kernel(const ig_pool_args a)
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.n * a.oh * a.ow * c8n) return;
     int64_t r = t;
-    const int64_t c8 = r % c8n; r /= c8n;
-    const int64_t ow = r % a.ow; r /= a.ow;
+    const int64_t c8 = r % c8n;
+    r /= c8n;
+    const int64_t ow = r % a.ow;
+    r /= a.ow;
     const int64_t oh = r % a.oh;
     const int64_t n = r / a.oh;
     float acc[8];
@@ -145,13 +146,19 @@ __global__ void pool_kernel(const ig_pool_args a, int channels_last)
     if (t >= total) return;
     int64_t n, c, oh, ow, r = t;
     if (channels_last) {
-        c = r % a.c; r /= a.c;
-        ow = r % a.ow; r /= a.ow;
-        oh = r % a.oh; n = r / a.oh;
+        c = r % a.c;
+        r /= a.c;
+        ow = r % a.ow;
+        r /= a.ow;
+        oh = r % a.oh;
+        n = r / a.oh;
     } else {
-        ow = r % a.ow; r /= a.ow;
-        oh = r % a.oh; r /= a.oh;
-        c = r % a.c; n = r / a.c;
+        ow = r % a.ow;
+        r /= a.ow;
+        oh = r % a.oh;
+        r /= a.oh;
+        c = r % a.c;
+        n = r / a.c;
     }
     const int64_t xb = n * a.xs[0] + c * a.xs[1];
     float acc = a.is_max ? -INFINITY : 0.f;
@@ -163,8 +170,10 @@ __global__ void pool_kernel(const ig_pool_args a, int channels_last)
             const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
             if (inside) {
                 float v = pld(a.x, xb + ih * a.xs[2] + iw * a.xs[3], a.dtype);
-                if (a.is_max) acc = (v > acc || v != v) ? v : acc;
-                else acc += v;
+                if (a.is_max)
+                    acc = (v > acc || v != v) ? v : acc;
+                else
+                    acc += v;
                 count++;
             } else if (!a.is_max && a.count_include_pad) {
                 /* padding counts only where the window lies within the padded input */
@@ -205,8 +214,10 @@ __global__ void dwconv_nhwc8_kernel(const ig_dwconv_args a)
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.n * a.oh * a.ow * c8n) return;
     int64_t r = t;
-    const int64_t c8 = r % c8n; r /= c8n;
-    const int64_t ow = r % a.ow; r /= a.ow;
+    const int64_t c8 = r % c8n;
+    r /= c8n;
+    const int64_t ow = r % a.ow;
+    r /= a.ow;
     const int64_t oh = r % a.oh;
     const int64_t n = r / a.oh;
     float acc[8];
@@ -257,8 +268,10 @@ __global__ void dwconv_kernel(const ig_dwconv_args a)
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.n * a.c * a.oh * a.ow) return;
     int64_t r = t;
-    const int64_t c = r % a.c; r /= a.c;
-    const int64_t ow = r % a.ow; r /= a.ow;
+    const int64_t c = r % a.c;
+    r /= a.c;
+    const int64_t ow = r % a.ow;
+    r /= a.ow;
     const int64_t oh = r % a.oh;
     const int64_t n = r / a.oh;
     float acc = a.b ? pld(a.b, c, a.dtype) : 0.f;

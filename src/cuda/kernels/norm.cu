@@ -137,7 +137,8 @@ __global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_arg
     const int64_t moff = a.mask ? mask_row(a, blockIdx.x) : 0;
     const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
     float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) m = fmaxf(m, scaled(a, ld(a.x, base + c, a.dtype), moff, c));
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK)
+        m = fmaxf(m, scaled(a, ld(a.x, base + c, a.dtype), moff, c));
     m = warp_max(m);
     if (lane == 0) red[wid] = m;
     __syncthreads();
@@ -145,7 +146,8 @@ __global__ void __launch_bounds__(NORM_BLOCK) softmax_block(const ig_softmax_arg
     for (int w = 0; w < NORM_BLOCK / 32; w++) m = fmaxf(m, red[w]);
     __syncthreads();
     float s = 0.f;
-    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK) s += expf(scaled(a, ld(a.x, base + c, a.dtype), moff, c) - m);
+    for (int64_t c = threadIdx.x; c < a.cols; c += NORM_BLOCK)
+        s += expf(scaled(a, ld(a.x, base + c, a.dtype), moff, c) - m);
     s = warp_sum(s);
     if (lane == 0) red[wid] = s;
     __syncthreads();
@@ -172,13 +174,20 @@ extern "C" cudaError_t ingot_cuda_softmax(const ig_softmax_args *a, cudaStream_t
     if (nb > 132 * 64) nb = 132 * 64;
     const unsigned blocks = (unsigned)nb;
     const int64_t epl = (a->cols + 31) / 32;
-    if (epl <= 1) softmax_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 2) softmax_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 4) softmax_warp<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 8) softmax_warp<8><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 16) softmax_warp<16><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 32) softmax_warp<32><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else softmax_block<<<(unsigned)a->rows, NORM_BLOCK, 0, s>>>(*a);
+    if (epl <= 1)
+        softmax_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 2)
+        softmax_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 4)
+        softmax_warp<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 8)
+        softmax_warp<8><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 16)
+        softmax_warp<16><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 32)
+        softmax_warp<32><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else
+        softmax_block<<<(unsigned)a->rows, NORM_BLOCK, 0, s>>>(*a);
     return cudaGetLastError();
 }
 
@@ -315,13 +324,20 @@ extern "C" cudaError_t ingot_cuda_layernorm(const ig_layernorm_args *a, cudaStre
         return cudaGetLastError();
     }
     const int64_t epl = (a->cols + 31) / 32;
-    if (epl <= 1) layernorm_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 2) layernorm_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 4) layernorm_warp<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 8) layernorm_warp<8><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 16) layernorm_warp<16><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else if (epl <= 32) layernorm_warp<32><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
-    else layernorm_block<<<(unsigned)a->rows, NORM_BLOCK, 0, s>>>(*a);
+    if (epl <= 1)
+        layernorm_warp<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 2)
+        layernorm_warp<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 4)
+        layernorm_warp<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 8)
+        layernorm_warp<8><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 16)
+        layernorm_warp<16><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else if (epl <= 32)
+        layernorm_warp<32><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    else
+        layernorm_block<<<(unsigned)a->rows, NORM_BLOCK, 0, s>>>(*a);
     return cudaGetLastError();
 }
 
@@ -361,14 +377,21 @@ struct RedAcc {
 __device__ __forceinline__ void red_step(const ig_reduce_args &a, RedAcc &acc, float x, int64_t r)
 {
     switch (a.kind) {
-    case IG_RED_SUM: case IG_RED_MEAN: acc.v += x; break;
+    case IG_RED_SUM:
+    case IG_RED_MEAN: acc.v += x; break;
     case IG_RED_MAX: acc.v = (x > acc.v || x != x) ? x : acc.v; break;
     case IG_RED_MIN: acc.v = (x < acc.v || x != x) ? x : acc.v; break;
     case IG_RED_ARGMAX:
-        if (x > acc.v || (a.select_last && x == acc.v) || acc.idx < 0) { acc.v = x; acc.idx = r; }
+        if (x > acc.v || (a.select_last && x == acc.v) || acc.idx < 0) {
+            acc.v = x;
+            acc.idx = r;
+        }
         break;
     case IG_RED_ARGMIN:
-        if (x < acc.v || (a.select_last && x == acc.v) || acc.idx < 0) { acc.v = x; acc.idx = r; }
+        if (x < acc.v || (a.select_last && x == acc.v) || acc.idx < 0) {
+            acc.v = x;
+            acc.idx = r;
+        }
         break;
     }
 }
@@ -390,8 +413,10 @@ __device__ __forceinline__ void red_merge(const ig_reduce_args &a, RedAcc &acc, 
         if (acc.idx < 0 || better || tie) acc = o;
         return;
     }
-    if (a.kind == IG_RED_SUM || a.kind == IG_RED_MEAN) acc.v += o.v;
-    else red_step(a, acc, o.v, 0);
+    if (a.kind == IG_RED_SUM || a.kind == IG_RED_MEAN)
+        acc.v += o.v;
+    else
+        red_step(a, acc, o.v, 0);
 }
 
 __device__ __forceinline__ void red_store(const ig_reduce_args &a, int64_t o, RedAcc acc)
@@ -440,7 +465,9 @@ extern "C" cudaError_t ingot_cuda_reduce(const ig_reduce_args *a, cudaStream_t s
 {
     if (a->n_out <= 0) return cudaSuccess;
     const bool inner = a->red_rank > 0 && a->red_xstrides[a->red_rank - 1] == 1 && a->n_red >= 32;
-    if (inner) reduce_warp<<<(unsigned)((a->n_out + NORM_WARPS - 1) / NORM_WARPS), NORM_WARPS * 32, 0, s>>>(*a);
-    else reduce_thread<<<(unsigned)((a->n_out + 255) / 256), 256, 0, s>>>(*a);
+    if (inner)
+        reduce_warp<<<(unsigned)((a->n_out + NORM_WARPS - 1) / NORM_WARPS), NORM_WARPS * 32, 0, s>>>(*a);
+    else
+        reduce_thread<<<(unsigned)((a->n_out + 255) / 256), 256, 0, s>>>(*a);
     return cudaGetLastError();
 }
