@@ -55,30 +55,30 @@ extern "C" {
 #define INGOT_MAX_RANK 8
 
 /* ---- status codes: one list, expanded into the enum and the name/description tables ---------- */
-#define INGOT_STATUS_MAP(X)                                                                    \
-    X(OK, 0, "success")                                                                        \
-    X(ERR_INVALID_ARG, 1, "invalid argument")                                                  \
-    X(ERR_OUT_OF_MEMORY, 2, "out of host memory")                                              \
-    X(ERR_IO, 3, "file I/O error")                                                             \
-    X(ERR_MODEL_PARSE, 4, "malformed model file")                                              \
-    X(ERR_MODEL_INVALID, 5, "invalid model graph")                                             \
-    X(ERR_MODEL_UNSUPPORTED_OP, 6, "unsupported operator, attribute or dtype")                 \
-    X(ERR_MODEL_SHAPE, 7, "shape or type inference failed")                                    \
-    X(ERR_INPUT, 8, "bad inference input")                                                     \
-    X(ERR_DEVICE_OOM, 9, "out of device memory")                                               \
-    X(ERR_NO_DEVICE, 10, "no usable GPU or driver")                                            \
-    X(ERR_CUDA, 11, "CUDA runtime error")                                                      \
-    X(ERR_CUDNN, 12, "cuDNN error")                                                            \
-    X(ERR_CUBLAS, 13, "cuBLAS error")                                                          \
-    X(ERR_NVRTC, 14, "NVRTC error")                                                            \
-    X(ERR_DEVICE_FATAL, 15, "unrecoverable device fault")                                      \
+#define INGOT_STATUS_MAP(X)                                                    \
+    X(OK, 0, "success")                                                        \
+    X(ERR_INVALID_ARG, 1, "invalid argument")                                  \
+    X(ERR_OUT_OF_MEMORY, 2, "out of host memory")                              \
+    X(ERR_IO, 3, "file I/O error")                                             \
+    X(ERR_MODEL_PARSE, 4, "malformed model file")                              \
+    X(ERR_MODEL_INVALID, 5, "invalid model graph")                             \
+    X(ERR_MODEL_UNSUPPORTED_OP, 6, "unsupported operator, attribute or dtype") \
+    X(ERR_MODEL_SHAPE, 7, "shape or type inference failed")                    \
+    X(ERR_INPUT, 8, "bad inference input")                                     \
+    X(ERR_DEVICE_OOM, 9, "out of device memory")                               \
+    X(ERR_NO_DEVICE, 10, "no usable GPU or driver")                            \
+    X(ERR_CUDA, 11, "CUDA runtime error")                                      \
+    X(ERR_CUDNN, 12, "cuDNN error")                                            \
+    X(ERR_CUBLAS, 13, "cuBLAS error")                                          \
+    X(ERR_NVRTC, 14, "NVRTC error")                                            \
+    X(ERR_DEVICE_FATAL, 15, "unrecoverable device fault")                      \
     X(ERR_INTERNAL, 16, "internal error")
 
 typedef enum ingot_status {
 #define INGOT_X_(name, val, desc) INGOT_##name = val,
     INGOT_STATUS_MAP(INGOT_X_)
 #undef INGOT_X_
-    INGOT_STATUS_COUNT
+        INGOT_STATUS_COUNT
 } ingot_status;
 
 /* "INGOT_ERR_MODEL_PARSE" for INGOT_ERR_MODEL_PARSE; "INGOT_UNKNOWN" for values outside the list. */
@@ -143,9 +143,9 @@ INGOT_API ingot_status ingot_runtime_errcode(const ingot_runtime *rt);
 typedef struct ingot_model ingot_model;
 
 typedef struct ingot_load_options {
-    uint32_t struct_size;    /* sizeof(ingot_load_options); set by the defaults function */
-    int use_mmap;            /* 1: map the file and reference initializer bytes in place (default) */
-    int load_external_data;  /* 1: resolve external data files (default); 0: only record locations */
+    uint32_t struct_size;   /* sizeof(ingot_load_options); set by the defaults function */
+    int use_mmap;           /* 1: map the file and reference initializer bytes in place (default) */
+    int load_external_data; /* 1: resolve external data files (default); 0: only record locations */
     /* Maximum bytes of an output that shape inference computes ahead of time (constant folding of
      * shape sub-graphs). 0 picks the default (64 KiB). */
     size_t fold_max_bytes;
@@ -158,13 +158,12 @@ INGOT_API ingot_load_options ingot_load_options_default(void);
  * The model keeps the file mapped until destroyed. Errors: INGOT_ERR_IO, INGOT_ERR_MODEL_PARSE (names
  * the field and byte offset), INGOT_ERR_MODEL_INVALID (names the node or tensor),
  * INGOT_ERR_MODEL_UNSUPPORTED_OP, INGOT_ERR_MODEL_SHAPE, INGOT_ERR_OUT_OF_MEMORY. */
-INGOT_API ingot_status ingot_model_load(ingot_runtime *rt, const char *path,
-                                        const ingot_load_options *opts, ingot_model **out);
+INGOT_API ingot_status ingot_model_load(ingot_runtime *rt, const char *path, const ingot_load_options *opts,
+                                        ingot_model **out);
 /* The same over bytes in memory (copied). External data is resolved against base_dir (NULL: none
  * allowed). */
 INGOT_API ingot_status ingot_model_load_buffer(ingot_runtime *rt, const void *data, size_t n_bytes,
-                                               const char *base_dir, const ingot_load_options *opts,
-                                               ingot_model **out);
+                                               const char *base_dir, const ingot_load_options *opts, ingot_model **out);
 INGOT_API void ingot_model_destroy(ingot_model *m);
 
 /* A dim is value (symbol == NULL), or value * symbol (value >= 1), e.g. {1,"batch"}, {128,"batch"}. */
@@ -174,12 +173,12 @@ typedef struct ingot_dim {
 } ingot_dim;
 
 typedef struct ingot_tensor_info {
-    const char *name;   /* owned by the model */
-    ingot_dtype dtype;  /* UNDEFINED when not inferred */
-    int32_t rank;       /* -1 when unknown */
+    const char *name;  /* owned by the model */
+    ingot_dtype dtype; /* UNDEFINED when not inferred */
+    int32_t rank;      /* -1 when unknown */
     ingot_dim dims[INGOT_MAX_RANK];
-    int is_constant;    /* initializer or folded constant */
-    size_t bytes;       /* element count * element size; 0 when any dim is symbolic */
+    int is_constant; /* initializer or folded constant */
+    size_t bytes;    /* element count * element size; 0 when any dim is symbolic */
 } ingot_tensor_info;
 
 INGOT_API int64_t ingot_model_input_count(const ingot_model *m);
@@ -188,14 +187,12 @@ INGOT_API int64_t ingot_model_output_count(const ingot_model *m);
 INGOT_API ingot_status ingot_model_input_info(const ingot_model *m, int64_t i, ingot_tensor_info *out);
 INGOT_API ingot_status ingot_model_output_info(const ingot_model *m, int64_t i, ingot_tensor_info *out);
 /* Any tensor of the graph by name; INGOT_ERR_INVALID_ARG when no tensor has that name. */
-INGOT_API ingot_status ingot_model_tensor_info(const ingot_model *m, const char *name,
-                                               ingot_tensor_info *out);
+INGOT_API ingot_status ingot_model_tensor_info(const ingot_model *m, const char *name, ingot_tensor_info *out);
 
 /* Fix an input's shape (all dims concrete). Takes effect at the next ingot_model_infer. Errors:
  * INGOT_ERR_INVALID_ARG naming the input when the name is unknown, the rank differs, or a dim
  * contradicts a fixed dim of the model. */
-INGOT_API ingot_status ingot_model_set_input_shape(ingot_model *m, const char *name, int32_t rank,
-                                                   const int64_t *dims);
+INGOT_API ingot_status ingot_model_set_input_shape(ingot_model *m, const char *name, int32_t rank, const int64_t *dims);
 /* Bind every symbolic leading dim of every input to batch (what `ingot inspect --batch N` does). */
 INGOT_API ingot_status ingot_model_set_batch(ingot_model *m, int64_t batch);
 /* Re-run shape inference, constant folding and cost analysis with the bound input shapes. */
@@ -203,31 +200,31 @@ INGOT_API ingot_status ingot_model_infer(ingot_model *m);
 
 typedef struct ingot_model_info {
     int64_t ir_version;
-    int64_t opset;           /* version of the default ("ai.onnx") domain */
+    int64_t opset; /* version of the default ("ai.onnx") domain */
     const char *producer_name;
     const char *producer_version;
     const char *graph_name;
     int64_t n_nodes;
     int64_t n_initializers;
-    int64_t n_params;        /* elements of all initializers (weights) */
-    size_t param_bytes;      /* bytes of all initializers as stored */
-    double flops;            /* sum over nodes; 0 where shapes are symbolic */
-    double bytes_moved;      /* sum over nodes of read + written bytes */
-    int all_shapes_known;    /* 1 when every tensor has a concrete shape */
+    int64_t n_params;     /* elements of all initializers (weights) */
+    size_t param_bytes;   /* bytes of all initializers as stored */
+    double flops;         /* sum over nodes; 0 where shapes are symbolic */
+    double bytes_moved;   /* sum over nodes of read + written bytes */
+    int all_shapes_known; /* 1 when every tensor has a concrete shape */
 } ingot_model_info;
 
 INGOT_API ingot_status ingot_model_get_info(const ingot_model *m, ingot_model_info *out);
 
 typedef struct ingot_node_info {
-    const char *name;       /* "" if the node has none */
+    const char *name; /* "" if the node has none */
     const char *op_type;
-    const char *domain;     /* "" for the default domain */
+    const char *domain; /* "" for the default domain */
     int32_t n_inputs;
     int32_t n_outputs;
-    int is_folded;          /* computed at build time (all outputs constant) */
-    double flops;           /* floating-point (or integer) operations, a multiply-add counts 2 */
-    double bytes_read;      /* every non-omitted input read once */
-    double bytes_written;   /* every output written once */
+    int is_folded;        /* computed at build time (all outputs constant) */
+    double flops;         /* floating-point (or integer) operations, a multiply-add counts 2 */
+    double bytes_read;    /* every non-omitted input read once */
+    double bytes_written; /* every output written once */
 } ingot_node_info;
 
 INGOT_API int64_t ingot_model_node_count(const ingot_model *m);
@@ -239,12 +236,12 @@ INGOT_API const char *ingot_model_node_output(const ingot_model *m, int64_t i, i
 
 /* ---- tensors passed in and out ------------------------------------------------------------------ */
 typedef struct ingot_tensor {
-    const char *name;    /* graph input/output name */
+    const char *name; /* graph input/output name */
     ingot_dtype dtype;
     int32_t rank;
     int64_t dims[INGOT_MAX_RANK];
-    void *data;          /* host memory (row-major, dense); for outputs owned by the context */
-    size_t bytes;        /* element count * element size */
+    void *data;   /* host memory (row-major, dense); for outputs owned by the context */
+    size_t bytes; /* element count * element size */
 } ingot_tensor;
 
 /* Read a tensor from a .npy file or a serialized ONNX TensorProto (.pb, the format of ONNX's test
@@ -267,7 +264,7 @@ typedef enum ingot_backend {
 } ingot_backend;
 
 typedef struct ingot_build_options {
-    uint32_t struct_size;   /* sizeof(ingot_build_options); set by the defaults function */
+    uint32_t struct_size; /* sizeof(ingot_build_options); set by the defaults function */
     ingot_backend backend;
     ingot_dtype precision;  /* FLOAT (default); FLOAT16/BFLOAT16 storage on the CUDA backend */
     size_t workspace_limit; /* bytes of scratch kernels may use; 0 picks the default */
@@ -299,21 +296,20 @@ typedef struct ingot_context ingot_context;
 #define INGOT_MEMORY_ALIGNMENT 64
 
 typedef struct ingot_context_options {
-    uint32_t struct_size;   /* sizeof(ingot_context_options) */
-    int debug_canaries;     /* 1: guard bytes after every tensor, checked after each step, and freed
-                               bytes poisoned, so an overrun is caught at the step where it happens */
-    int memory_reuse;       /* 1 (default): tensors share the arena by lifetime; 0: every tensor its own
-                               bytes (a reference to compare against) */
-    void *memory;           /* caller-owned context memory (NULL: the context allocates its own); must be
-                               INGOT_MEMORY_ALIGNMENT-aligned and hold ingot_engine_memory_size() bytes
-                               for the shapes run. Contexts that never run at the same time may share
-                               one buffer; a run invalidates the outputs of the others. */
+    uint32_t struct_size; /* sizeof(ingot_context_options) */
+    int debug_canaries;   /* 1: guard bytes after every tensor, checked after each step, and freed
+                             bytes poisoned, so an overrun is caught at the step where it happens */
+    int memory_reuse;     /* 1 (default): tensors share the arena by lifetime; 0: every tensor its own
+                             bytes (a reference to compare against) */
+    void *memory;         /* caller-owned context memory (NULL: the context allocates its own); must be
+                             INGOT_MEMORY_ALIGNMENT-aligned and hold ingot_engine_memory_size() bytes
+                             for the shapes run. Contexts that never run at the same time may share
+                             one buffer; a run invalidates the outputs of the others. */
     size_t memory_bytes;
 } ingot_context_options;
 
 INGOT_API ingot_context_options ingot_context_options_default(void);
-INGOT_API ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *opts,
-                                            ingot_context **out);
+INGOT_API ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *opts, ingot_context **out);
 INGOT_API void ingot_context_destroy(ingot_context *c);
 /* Run one inference. inputs are matched by name; every graph input must be given, with the model's
  * dtype and a shape the model allows (otherwise INGOT_ERR_INPUT naming the input, what was expected

@@ -62,8 +62,8 @@ static void clear(ingot_runtime *rt)
 
 ingot_load_options ingot_load_options_default(void)
 {
-    ingot_load_options o = {.struct_size = sizeof o, .use_mmap = 1, .load_external_data = 1,
-                            .fold_max_bytes = DEFAULT_FOLD_MAX_BYTES};
+    ingot_load_options o = {
+        .struct_size = sizeof o, .use_mmap = 1, .load_external_data = 1, .fold_max_bytes = DEFAULT_FOLD_MAX_BYTES};
     return o;
 }
 
@@ -92,8 +92,10 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
     ingot_load_options o = ingot_load_options_default();
     if (opts) {
         if (opts->struct_size != sizeof o)
-            return fail(rt, INGOT_ERR_INVALID_ARG, "ingot_load_options: struct_size %u, expected %zu (use "
-                        "ingot_load_options_default())", opts->struct_size, sizeof o);
+            return fail(rt, INGOT_ERR_INVALID_ARG,
+                        "ingot_load_options: struct_size %u, expected %zu (use "
+                        "ingot_load_options_default())",
+                        opts->struct_size, sizeof o);
         o = *opts;
     }
     ig_err err = {0};
@@ -117,8 +119,7 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
     return INGOT_OK;
 }
 
-ingot_status ingot_model_load(ingot_runtime *rt, const char *path, const ingot_load_options *opts,
-                              ingot_model **out)
+ingot_status ingot_model_load(ingot_runtime *rt, const char *path, const ingot_load_options *opts, ingot_model **out)
 {
     return model_open(rt, path, NULL, 0, NULL, opts, out);
 }
@@ -305,8 +306,7 @@ int64_t ingot_model_node_count(const ingot_model *m) { return m ? m->g.n_nodes :
 ingot_status ingot_model_node_info(const ingot_model *m, int64_t i, ingot_node_info *out)
 {
     if (!m || !out) return INGOT_ERR_INVALID_ARG;
-    if (i < 0 || i >= m->g.n_nodes)
-        return fail(m->rt, INGOT_ERR_INVALID_ARG, "node index %" PRId64 " out of range", i);
+    if (i < 0 || i >= m->g.n_nodes) return fail(m->rt, INGOT_ERR_INVALID_ARG, "node index %" PRId64 " out of range", i);
     const ig_node *n = &m->g.nodes[m->g.order[i]];
     out->name = n->name;
     out->op_type = n->op_type;
@@ -342,13 +342,15 @@ void ingot_free(void *p) { ig__free(p); }
 
 ingot_build_options ingot_build_options_default(void)
 {
-    ingot_build_options o = {.struct_size = sizeof o, .backend = INGOT_BACKEND_AUTO,
-                             .precision = INGOT_DTYPE_FLOAT, .workspace_limit = 0, .n_threads = 0};
+    ingot_build_options o = {.struct_size = sizeof o,
+                             .backend = INGOT_BACKEND_AUTO,
+                             .precision = INGOT_DTYPE_FLOAT,
+                             .workspace_limit = 0,
+                             .n_threads = 0};
     return o;
 }
 
-ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_build_options *opts,
-                                ingot_engine **out)
+ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_build_options *opts, ingot_engine **out)
 {
     if (!rt) return INGOT_ERR_INVALID_ARG;
     clear(rt);
@@ -445,7 +447,8 @@ ingot_status ingot_engine_set_input_profile(ingot_engine *e, const char *name, i
         if (!(min[k] <= opt[k] && opt[k] <= max[k]))
             return fail(e->rt, INGOT_ERR_INVALID_ARG,
                         "profile of input '%s': axis %d needs min <= opt <= max, got %" PRId64 " / %" PRId64
-                        " / %" PRId64, name, (int)k, min[k], opt[k], max[k]);
+                        " / %" PRId64,
+                        name, (int)k, min[k], opt[k], max[k]);
     ig_profile *p = &e->profiles[i];
     p->rank = rank;
     memcpy(p->min, min, sizeof(int64_t) * (size_t)rank);
@@ -581,8 +584,8 @@ static ingot_status bind_inputs(ingot_model *m, const ig_profile *profiles, cons
         ig__shape_str(g, &v->decl_shape, want, sizeof want);
         const ingot_tensor *t = find_given(inputs, n_inputs, v->name);
         if (!t) {
-            st = ig__errf(err, INGOT_ERR_INPUT, "input '%s' (%s %s) was not given", v->name,
-                          ingot_dtype_name(v->dtype), want);
+            st = ig__errf(err, INGOT_ERR_INPUT, "input '%s' (%s %s) was not given", v->name, ingot_dtype_name(v->dtype),
+                          want);
             break;
         }
         if (t->dtype != v->dtype) {
@@ -596,7 +599,8 @@ static ingot_status bind_inputs(ingot_model *m, const ig_profile *profiles, cons
             if (t->dims[k] < pr->min[k] || t->dims[k] > pr->max[k]) {
                 st = ig__errf(err, INGOT_ERR_INPUT,
                               "input '%s': axis %d is %" PRId64 ", outside the profile's range [%" PRId64 ", %" PRId64
-                              "]", v->name, (int)k, t->dims[k], pr->min[k], pr->max[k]);
+                              "]",
+                              v->name, (int)k, t->dims[k], pr->min[k], pr->max[k]);
                 break;
             }
         if (st != INGOT_OK) break;
@@ -613,15 +617,17 @@ static ingot_status bind_inputs(ingot_model *m, const ig_profile *profiles, cons
             if (t->dims[k] % d.n != 0) continue;
             int64_t s = t->dims[k] / d.n;
             if (sym_val[d.sym] && sym_val[d.sym] != s + 1) {
-                st = ig__errf(err, INGOT_ERR_INPUT, "input '%s': dim '%s' is %" PRId64 " here but %" PRId64
-                              " in another input", v->name, g->syms[d.sym], s, sym_val[d.sym] - 1);
+                st = ig__errf(err, INGOT_ERR_INPUT,
+                              "input '%s': dim '%s' is %" PRId64 " here but %" PRId64 " in another input", v->name,
+                              g->syms[d.sym], s, sym_val[d.sym] - 1);
                 break;
             }
             sym_val[d.sym] = s + 1;
         }
         if (st != INGOT_OK) break;
         bool same = v->shape.rank == t->rank;
-        for (int32_t k = 0; same && k < t->rank; k++) same = ig__dim_known(v->shape.d[k]) && v->shape.d[k].n == t->dims[k];
+        for (int32_t k = 0; same && k < t->rank; k++)
+            same = ig__dim_known(v->shape.d[k]) && v->shape.d[k].n == t->dims[k];
         if (!same) {
             bind_shape(v, t->rank, t->dims);
             *changed = true;
@@ -695,8 +701,7 @@ ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int
         c->generation = m->generation;
         return INGOT_OK;
     }
-    if (c->generation != m->generation && (st = context_prepare(c, &err)) != INGOT_OK)
-        return ig__api_fail(e->rt, &err);
+    if (c->generation != m->generation && (st = context_prepare(c, &err)) != INGOT_OK) return ig__api_fail(e->rt, &err);
     for (int32_t i = 0; i < m->g.n_inputs; i++) {
         const ig_value *v = &m->g.values[m->g.inputs[i]];
         if (v->flags & IG_VAL_CONST) continue; /* a bound shape input: its values are folded in */
@@ -740,7 +745,8 @@ ingot_status ingot_context_memory_info(const ingot_context *c, ingot_memory_info
 {
     if (!c || !out) return INGOT_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
-    if (!c->generation || c->cuda) return fail(c->engine->rt, INGOT_ERR_INVALID_ARG, "the context has not run on the CPU yet");
+    if (!c->generation || c->cuda)
+        return fail(c->engine->rt, INGOT_ERR_INVALID_ARG, "the context has not run on the CPU yet");
     out->arena_bytes = c->exec.arena_bytes;
     out->weights_bytes = c->engine->weights.bytes;
     out->io_bytes = c->exec.inputs_bytes;

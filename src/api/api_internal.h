@@ -18,11 +18,11 @@ struct ingot_runtime {
 struct ingot_model {
     ingot_runtime *rt;
     ig_graph g;
-    ig_onnx_file *file;     /* the mapping g's initializers point into */
-    ig_arena fold_arena;    /* folded constants and symbolic values of the current inference */
+    ig_onnx_file *file;  /* the mapping g's initializers point into */
+    ig_arena fold_arena; /* folded constants and symbolic values of the current inference */
     ig_infer_options iopt;
-    bool inferred;          /* shapes/costs reflect the current bindings */
-    uint64_t generation;    /* bumped at every inference: contexts re-prepare when it moves */
+    bool inferred;       /* shapes/costs reflect the current bindings */
+    uint64_t generation; /* bumped at every inference: contexts re-prepare when it moves */
 };
 
 /* Allowed range of one input's dims (ingot_engine_set_input_profile); rank -1 when none was set. */
@@ -44,9 +44,9 @@ struct ingot_engine {
 struct ingot_context {
     ingot_engine *engine;
     ingot_context_options opts;
-    ig_plan plan;           /* the activation arena's layout for the shapes of the last run */
+    ig_plan plan; /* the activation arena's layout for the shapes of the last run */
     ig_cpu_exec exec;
-    uint64_t generation;    /* the model generation plan and exec were made for; 0: never */
+    uint64_t generation; /* the model generation plan and exec were made for; 0: never */
     bool failed;
     struct ig_cuda_ctx *cuda; /* CUDA backend state when the engine is a CUDA engine */
 };

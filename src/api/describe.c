@@ -114,13 +114,16 @@ ingot_status ingot_model_describe_json(const ingot_model *m, char **out)
     ingot_model_info mi;
     ingot_model_get_info(m, &mi);
     sbuf b = {0};
-    sb_printf(&b, "{\"model\":{\"ir_version\":%" PRId64 ",\"opset\":%" PRId64 ",\"producer\":", mi.ir_version, mi.opset);
+    sb_printf(&b, "{\"model\":{\"ir_version\":%" PRId64 ",\"opset\":%" PRId64 ",\"producer\":", mi.ir_version,
+              mi.opset);
     sb_str(&b, g->producer_name);
     sb_put(&b, ",\"graph\":", 9);
     sb_str(&b, g->name);
-    sb_printf(&b, ",\"nodes\":%" PRId64 ",\"params\":%" PRId64 ",\"param_bytes\":%zu,\"flops\":%.17g,\"bytes\":%.17g,"
+    sb_printf(&b,
+              ",\"nodes\":%" PRId64 ",\"params\":%" PRId64 ",\"param_bytes\":%zu,\"flops\":%.17g,\"bytes\":%.17g,"
               "\"all_shapes_known\":%s},\n",
-              mi.n_nodes, mi.n_params, mi.param_bytes, mi.flops, mi.bytes_moved, mi.all_shapes_known ? "true" : "false");
+              mi.n_nodes, mi.n_params, mi.param_bytes, mi.flops, mi.bytes_moved,
+              mi.all_shapes_known ? "true" : "false");
     sb_put(&b, "\"inputs\":[", 10);
     for (int32_t i = 0; i < g->n_inputs; i++) {
         if (i) sb_put(&b, ",", 1);
@@ -134,7 +137,8 @@ ingot_status ingot_model_describe_json(const ingot_model *m, char **out)
     /* op histogram, sorted by op name */
     sb_put(&b, "],\n\"ops\":{", 10);
     const char **ops = ig__malloc(sizeof(char *) * ((size_t)g->n_nodes + 1));
-    if (!ops) b.oom = true;
+    if (!ops)
+        b.oom = true;
     else {
         for (int32_t k = 0; k < g->n_nodes; k++) ops[k] = g->nodes[k].op_type;
         qsort(ops, (size_t)g->n_nodes, sizeof(char *), cmp_str);

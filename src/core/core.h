@@ -25,7 +25,7 @@ typedef struct ig_err {
 
 #if defined(__GNUC__)
 #define IG_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define IG_UNUSED __attribute__((unused))
+#define IG_UNUSED       __attribute__((unused))
 #else
 #define IG_PRINTF(a, b)
 #define IG_UNUSED
@@ -40,16 +40,16 @@ void ig__err_prefix(ig_err *err, const char *fmt, ...) IG_PRINTF(2, 3);
 void ig__err_clear(ig_err *err);
 
 /* Evaluate a call returning ingot_status; on failure jump to label (one forward cleanup chain). */
-#define IG_TRY(st, call, label)             \
-    do {                                    \
-        (st) = (call);                      \
-        if ((st) != INGOT_OK) goto label;   \
+#define IG_TRY(st, call, label)           \
+    do {                                  \
+        (st) = (call);                    \
+        if ((st) != INGOT_OK) goto label; \
     } while (0)
 
 /* Internal invariant no input can break: abort with file:line (stays on in release builds). */
-#define IG_ASSERT(c)                                                           \
-    do {                                                                       \
-        if (!(c)) ig__assert_fail(#c, __FILE__, __LINE__);                     \
+#define IG_ASSERT(c)                                       \
+    do {                                                   \
+        if (!(c)) ig__assert_fail(#c, __FILE__, __LINE__); \
     } while (0)
 void ig__assert_fail(const char *expr, const char *file, int line);
 
@@ -72,7 +72,7 @@ uint64_t ig__alloc_fail_after(uint64_t n);
 typedef struct ig_arena_block ig_arena_block;
 typedef struct ig_arena {
     ig_arena_block *head;
-    size_t used;   /* bytes handed out, for reports */
+    size_t used; /* bytes handed out, for reports */
 } ig_arena;
 
 void ig__arena_init(ig_arena *a);
@@ -94,10 +94,30 @@ static inline bool ig__mul_size(size_t a, size_t b, size_t *r) { return !__built
 static inline bool ig__add_size(size_t a, size_t b, size_t *r) { return !__builtin_add_overflow(a, b, r); }
 
 /* ---- unaligned little-endian loads/stores (initializer bytes may sit at any offset in a file) ---- */
-static inline int64_t ig__load_i64(const void *p) { int64_t v; memcpy(&v, p, 8); return v; }
-static inline int32_t ig__load_i32(const void *p) { int32_t v; memcpy(&v, p, 4); return v; }
-static inline float ig__load_f32(const void *p) { float v; memcpy(&v, p, 4); return v; }
-static inline double ig__load_f64(const void *p) { double v; memcpy(&v, p, 8); return v; }
+static inline int64_t ig__load_i64(const void *p)
+{
+    int64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static inline int32_t ig__load_i32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline float ig__load_f32(const void *p)
+{
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline double ig__load_f64(const void *p)
+{
+    double v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 /* ---- half precision, bit-exact IEEE conversions (round to nearest even) ---- */
 float ig__f16_to_f32(uint16_t h);
@@ -115,8 +135,8 @@ void ig__elem_set_i64(ingot_dtype t, void *data, int64_t i, int64_t v);
 
 /* The element types ingot stores and computes: float16/32/64, bfloat16, (u)int8..64, bool. */
 bool ig__dtype_supported(int64_t t);
-bool ig__dtype_is_float(ingot_dtype t);   /* float16, bfloat16, float, double */
-bool ig__dtype_is_int(ingot_dtype t);     /* signed or unsigned integers, not bool */
-bool ig__dtype_is_signed(ingot_dtype t);  /* signed ints and floats */
+bool ig__dtype_is_float(ingot_dtype t);  /* float16, bfloat16, float, double */
+bool ig__dtype_is_int(ingot_dtype t);    /* signed or unsigned integers, not bool */
+bool ig__dtype_is_signed(ingot_dtype t); /* signed ints and floats */
 
 #endif /* INGOT_CORE_H */

@@ -18,47 +18,54 @@ static const struct {
     [INGOT_DTYPE_BFLOAT16] = {"bfloat16", 2},
 };
 
-const char *ingot_dtype_name(ingot_dtype t)
-{
-    return (unsigned)t < INGOT_DTYPE_COUNT ? dtypes[t].name : "undefined";
-}
+const char *ingot_dtype_name(ingot_dtype t) { return (unsigned)t < INGOT_DTYPE_COUNT ? dtypes[t].name : "undefined"; }
 
 size_t ingot_dtype_size(ingot_dtype t) { return (unsigned)t < INGOT_DTYPE_COUNT ? dtypes[t].size : 0; }
 
 bool ig__dtype_supported(int64_t t)
 {
     switch (t) {
-    case INGOT_DTYPE_FLOAT: case INGOT_DTYPE_FLOAT16: case INGOT_DTYPE_BFLOAT16: case INGOT_DTYPE_DOUBLE:
-    case INGOT_DTYPE_INT8: case INGOT_DTYPE_INT16: case INGOT_DTYPE_INT32: case INGOT_DTYPE_INT64:
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_UINT16: case INGOT_DTYPE_UINT32: case INGOT_DTYPE_UINT64:
-    case INGOT_DTYPE_BOOL:
-        return true;
-    default:
-        return false;
+    case INGOT_DTYPE_FLOAT:
+    case INGOT_DTYPE_FLOAT16:
+    case INGOT_DTYPE_BFLOAT16:
+    case INGOT_DTYPE_DOUBLE:
+    case INGOT_DTYPE_INT8:
+    case INGOT_DTYPE_INT16:
+    case INGOT_DTYPE_INT32:
+    case INGOT_DTYPE_INT64:
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_UINT16:
+    case INGOT_DTYPE_UINT32:
+    case INGOT_DTYPE_UINT64:
+    case INGOT_DTYPE_BOOL: return true;
+    default: return false;
     }
 }
 
 bool ig__dtype_is_float(ingot_dtype t)
 {
-    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16 ||
-           t == INGOT_DTYPE_DOUBLE;
+    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16 || t == INGOT_DTYPE_DOUBLE;
 }
 
 bool ig__dtype_is_int(ingot_dtype t)
 {
     switch (t) {
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_INT8: case INGOT_DTYPE_UINT16: case INGOT_DTYPE_INT16:
-    case INGOT_DTYPE_INT32: case INGOT_DTYPE_INT64: case INGOT_DTYPE_UINT32: case INGOT_DTYPE_UINT64:
-        return true;
-    default:
-        return false;
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_INT8:
+    case INGOT_DTYPE_UINT16:
+    case INGOT_DTYPE_INT16:
+    case INGOT_DTYPE_INT32:
+    case INGOT_DTYPE_INT64:
+    case INGOT_DTYPE_UINT32:
+    case INGOT_DTYPE_UINT64: return true;
+    default: return false;
     }
 }
 
 bool ig__dtype_is_signed(ingot_dtype t)
 {
-    return ig__dtype_is_float(t) || t == INGOT_DTYPE_INT8 || t == INGOT_DTYPE_INT16 ||
-           t == INGOT_DTYPE_INT32 || t == INGOT_DTYPE_INT64;
+    return ig__dtype_is_float(t) || t == INGOT_DTYPE_INT8 || t == INGOT_DTYPE_INT16 || t == INGOT_DTYPE_INT32 ||
+           t == INGOT_DTYPE_INT64;
 }
 
 float ig__f16_to_f32(uint16_t h)
@@ -131,9 +138,21 @@ double ig__elem_f64(ingot_dtype t, const void *data, int64_t i)
     switch (t) {
     case INGOT_DTYPE_FLOAT: return ig__load_f32(p + 4 * i);
     case INGOT_DTYPE_DOUBLE: return ig__load_f64(p + 8 * i);
-    case INGOT_DTYPE_FLOAT16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return ig__f16_to_f32(h); }
-    case INGOT_DTYPE_BFLOAT16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return ig__bf16_to_f32(h); }
-    case INGOT_DTYPE_UINT64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    case INGOT_DTYPE_FLOAT16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return ig__f16_to_f32(h);
+    }
+    case INGOT_DTYPE_BFLOAT16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        return ig__bf16_to_f32(h);
+    }
+    case INGOT_DTYPE_UINT64: {
+        uint64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return (double)v;
+    }
     default: return (double)ig__elem_i64(t, data, i);
     }
 }
@@ -145,13 +164,32 @@ int64_t ig__elem_i64(ingot_dtype t, const void *data, int64_t i)
     case INGOT_DTYPE_BOOL: return p[i] != 0;
     case INGOT_DTYPE_UINT8: return p[i];
     case INGOT_DTYPE_INT8: return (int8_t)p[i];
-    case INGOT_DTYPE_UINT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case INGOT_DTYPE_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+    case INGOT_DTYPE_UINT16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return v;
+    }
+    case INGOT_DTYPE_INT16: {
+        int16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return v;
+    }
     case INGOT_DTYPE_INT32: return ig__load_i32(p + 4 * i);
-    case INGOT_DTYPE_UINT32: { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case INGOT_DTYPE_UINT32: {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
     case INGOT_DTYPE_INT64: return ig__load_i64(p + 8 * i);
-    case INGOT_DTYPE_UINT64: { uint64_t v; memcpy(&v, p + 8 * i, 8); return (int64_t)v; }
-    case INGOT_DTYPE_FLOAT: case INGOT_DTYPE_DOUBLE: case INGOT_DTYPE_FLOAT16: case INGOT_DTYPE_BFLOAT16: {
+    case INGOT_DTYPE_UINT64: {
+        uint64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return (int64_t)v;
+    }
+    case INGOT_DTYPE_FLOAT:
+    case INGOT_DTYPE_DOUBLE:
+    case INGOT_DTYPE_FLOAT16:
+    case INGOT_DTYPE_BFLOAT16: {
         double d = ig__elem_f64(t, data, i);
         if (!(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18)) return d > 0 ? INT64_MAX : INT64_MIN;
         return (int64_t)d;
@@ -164,13 +202,28 @@ void ig__elem_set_f64(ingot_dtype t, void *data, int64_t i, double v)
 {
     unsigned char *p = data;
     switch (t) {
-    case INGOT_DTYPE_FLOAT: { float f = (float)v; memcpy(p + 4 * i, &f, 4); return; }
+    case INGOT_DTYPE_FLOAT: {
+        float f = (float)v;
+        memcpy(p + 4 * i, &f, 4);
+        return;
+    }
     case INGOT_DTYPE_DOUBLE: memcpy(p + 8 * i, &v, 8); return;
-    case INGOT_DTYPE_FLOAT16: { uint16_t h = ig__f32_to_f16((float)v); memcpy(p + 2 * i, &h, 2); return; }
-    case INGOT_DTYPE_BFLOAT16: { uint16_t h = ig__f32_to_bf16((float)v); memcpy(p + 2 * i, &h, 2); return; }
+    case INGOT_DTYPE_FLOAT16: {
+        uint16_t h = ig__f32_to_f16((float)v);
+        memcpy(p + 2 * i, &h, 2);
+        return;
+    }
+    case INGOT_DTYPE_BFLOAT16: {
+        uint16_t h = ig__f32_to_bf16((float)v);
+        memcpy(p + 2 * i, &h, 2);
+        return;
+    }
     case INGOT_DTYPE_BOOL: p[i] = v != 0; return;
     default: {
-        int64_t x = isnan(v) ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+        int64_t x = isnan(v)                      ? 0
+                    : v >= 9.2233720368547758e18  ? INT64_MAX
+                    : v <= -9.2233720368547758e18 ? INT64_MIN
+                                                  : (int64_t)v;
         ig__elem_set_i64(t, data, i, x);
         return;
     }
@@ -182,13 +235,26 @@ void ig__elem_set_i64(ingot_dtype t, void *data, int64_t i, int64_t v)
     unsigned char *p = data;
     switch (t) {
     case INGOT_DTYPE_BOOL: p[i] = v != 0; return;
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_INT8: p[i] = (unsigned char)v; return;
-    case INGOT_DTYPE_UINT16: case INGOT_DTYPE_INT16: { uint16_t x = (uint16_t)v; memcpy(p + 2 * i, &x, 2); return; }
-    case INGOT_DTYPE_UINT32: case INGOT_DTYPE_INT32: { uint32_t x = (uint32_t)v; memcpy(p + 4 * i, &x, 4); return; }
-    case INGOT_DTYPE_UINT64: case INGOT_DTYPE_INT64: memcpy(p + 8 * i, &v, 8); return;
-    case INGOT_DTYPE_FLOAT: case INGOT_DTYPE_DOUBLE: case INGOT_DTYPE_FLOAT16: case INGOT_DTYPE_BFLOAT16:
-        ig__elem_set_f64(t, data, i, (double)v);
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_INT8: p[i] = (unsigned char)v; return;
+    case INGOT_DTYPE_UINT16:
+    case INGOT_DTYPE_INT16: {
+        uint16_t x = (uint16_t)v;
+        memcpy(p + 2 * i, &x, 2);
         return;
+    }
+    case INGOT_DTYPE_UINT32:
+    case INGOT_DTYPE_INT32: {
+        uint32_t x = (uint32_t)v;
+        memcpy(p + 4 * i, &x, 4);
+        return;
+    }
+    case INGOT_DTYPE_UINT64:
+    case INGOT_DTYPE_INT64: memcpy(p + 8 * i, &v, 8); return;
+    case INGOT_DTYPE_FLOAT:
+    case INGOT_DTYPE_DOUBLE:
+    case INGOT_DTYPE_FLOAT16:
+    case INGOT_DTYPE_BFLOAT16: ig__elem_set_f64(t, data, i, (double)v); return;
     default: return;
     }
 }

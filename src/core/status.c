@@ -8,12 +8,10 @@ const char *ingot_status_name(ingot_status s)
 {
     switch (s) {
 #define X(name, val, desc) \
-    case INGOT_##name:     \
-        return "INGOT_" #name;
+    case INGOT_##name: return "INGOT_" #name;
         INGOT_STATUS_MAP(X)
 #undef X
-    default:
-        return "INGOT_UNKNOWN";
+    default: return "INGOT_UNKNOWN";
     }
 }
 
@@ -21,12 +19,10 @@ const char *ingot_status_str(ingot_status s)
 {
     switch (s) {
 #define X(name, val, desc) \
-    case INGOT_##name:     \
-        return desc;
+    case INGOT_##name: return desc;
         INGOT_STATUS_MAP(X)
 #undef X
-    default:
-        return "unknown status";
+    default: return "unknown status";
     }
 }
 

@@ -241,9 +241,16 @@ ingot_status ig__cpu_run(ig_cpu_exec *x, ig_err *err)
                             ig__node_label(n), n->op_type);
         for (int32_t i = 0; i < n->n_inputs; i++) in[i] = n->inputs[i] >= 0 ? &x->t[n->inputs[i]] : NULL;
         for (int32_t i = 0; i < n->n_outputs; i++) out[i] = n->outputs[i] >= 0 ? &x->t[n->outputs[i]] : NULL;
-        ig_exec ex = {.g = g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = in, .out = out,
-                      .scratch = x->arena + x->scratch_offset[id], .scratch_bytes = x->scratch_bytes[id],
-                      .pool = x->pool, .err = err};
+        ig_exec ex = {.g = g,
+                      .node = n,
+                      .n_in = n->n_inputs,
+                      .n_out = n->n_outputs,
+                      .in = in,
+                      .out = out,
+                      .scratch = x->arena + x->scratch_offset[id],
+                      .scratch_bytes = x->scratch_bytes[id],
+                      .pool = x->pool,
+                      .err = err};
         if (x->canaries) canaries_arm(x, s);
         if ((st = d->cpu(&ex)) != INGOT_OK) {
             if (err && err->status == INGOT_OK)

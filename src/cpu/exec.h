@@ -18,8 +18,8 @@
  * aligned copy (others are used where they lie, in the mapped file). */
 typedef struct ig_cpu_weights {
     int32_t n_values;
-    void **ptr;            /* [n_values] aligned copy, or NULL to use the value's own bytes */
-    unsigned char *block;  /* one allocation holding every copy */
+    void **ptr;           /* [n_values] aligned copy, or NULL to use the value's own bytes */
+    unsigned char *block; /* one allocation holding every copy */
     size_t bytes;
 } ig_cpu_weights;
 
@@ -28,20 +28,20 @@ void ig__cpu_weights_free(ig_cpu_weights *w);
 
 typedef struct ig_cpu_exec {
     const ig_graph *g;
-    const ig_plan *plan;      /* layout and order; NULL: no reuse, every tensor its own bytes */
+    const ig_plan *plan; /* layout and order; NULL: no reuse, every tensor its own bytes */
     struct ig_pool *pool;
-    ig_tensor *t;             /* [n_values] views: shape from inference, data into arena/weights/inputs */
+    ig_tensor *t; /* [n_values] views: shape from inference, data into arena/weights/inputs */
     int32_t n_steps;
-    const int32_t *order;     /* [n_steps] node ids */
-    int32_t *own_order;       /* g->order without folded nodes, when there is no plan */
-    unsigned char *arena;     /* activations + scratch */
+    const int32_t *order; /* [n_steps] node ids */
+    int32_t *own_order;   /* g->order without folded nodes, when there is no plan */
+    unsigned char *arena; /* activations + scratch */
     size_t arena_bytes;
-    bool arena_owned;         /* false when the caller handed the memory in */
-    unsigned char *inputs;    /* aligned staging for graph inputs (the I/O account) */
+    bool arena_owned;      /* false when the caller handed the memory in */
+    unsigned char *inputs; /* aligned staging for graph inputs (the I/O account) */
     size_t inputs_bytes;
-    size_t *scratch_offset;   /* [n_nodes] */
-    size_t *scratch_bytes;    /* [n_nodes] */
-    bool canaries;            /* debug: guard bytes checked after every step, dead bytes poisoned */
+    size_t *scratch_offset; /* [n_nodes] */
+    size_t *scratch_bytes;  /* [n_nodes] */
+    bool canaries;          /* debug: guard bytes checked after every step, dead bytes poisoned */
 } ig_cpu_exec;
 
 /* Bytes of arena a plan needs (what a caller's own buffer must hold), and its alignment. */

@@ -37,8 +37,8 @@
 #define IG_GEMM_X86 1
 #endif
 
-typedef void (*kern_fn)(int64_t kc, const float *ap, int64_t lda, const float *bp, float *c, int64_t ldc,
-                        float alpha, float beta, const float *bias);
+typedef void (*kern_fn)(int64_t kc, const float *ap, int64_t lda, const float *bp, float *c, int64_t ldc, float alpha,
+                        float beta, const float *bias);
 
 /* One instruction-set variant: register tile MR x NR, and KC, the steps of k per B panel (KC x NR
  * floats, sized to stay in L1). */
@@ -57,6 +57,8 @@ typedef struct gemm_arch {
  * vectors per row of the tile (NR = VW * NV). The accumulators are an array of vectors that full
  * unrolling turns into registers.
  */
+/* (clang-format's layout of this macro changes from one run to the next: kept as written) */
+// clang-format off
 #define DEFINE_KERNEL(NAME, ATTR, MR, VW, NV, ROWS)                                                        \
     ATTR static void NAME(int64_t kc, const float *restrict ap, int64_t lda, const float *restrict bp,     \
                           float *restrict c, int64_t ldc, float alpha, float beta, const float *restrict bias) \
@@ -89,6 +91,7 @@ typedef struct gemm_arch {
             }                                                                                              \
         }                                                                                                  \
     }
+// clang-format on
 
 #define MAX_MR 16
 #define MAX_NR 32
@@ -174,8 +177,8 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc)
 }
 
 /* The reference loop: tiny products, and the fallback when no workspace could be had. */
-static void gemm_naive(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                       int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+static void gemm_naive(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -193,9 +196,9 @@ typedef struct gemv_job {
     int64_t n, k;
     float alpha, beta;
     const float *x;
-    int64_t xs;        /* x[p] = x[p * xs] */
+    int64_t xs; /* x[p] = x[p * xs] */
     const float *mat;
-    int64_t rs, cs;    /* M(p, j) = mat[p * rs + j * cs] */
+    int64_t rs, cs; /* M(p, j) = mat[p * rs + j * cs] */
     float *y;
     int64_t ys;
 } gemv_job;
@@ -287,12 +290,12 @@ typedef struct gemm_job {
     const float *row_bias;  /* when set, row_bias[i] is added to row i of C */
     ig_sgemm_pack_b pack_b; /* when set, op(B) comes from this callback instead of b/ldb/tb */
     void *pack_ctx;
-    bool a_stat;         /* A-stationary: sp is packed op(B); else sp is packed op(A) */
-    float *sp;           /* the shared packed operand: panels of MR (or NR) x kl floats */
-    int64_t i0, mrows;   /* rows of C in this chunk */
-    int64_t p0, kl;      /* k range of this chunk */
-    int64_t kstep;       /* k per L1 panel: kl split evenly into slices of at most KC */
-    int64_t n_shared;    /* panels in the shared operand */
+    bool a_stat;            /* A-stationary: sp is packed op(B); else sp is packed op(A) */
+    float *sp;              /* the shared packed operand: panels of MR (or NR) x kl floats */
+    int64_t i0, mrows;      /* rows of C in this chunk */
+    int64_t p0, kl;         /* k range of this chunk */
+    int64_t kstep;          /* k per L1 panel: kl split evenly into slices of at most KC */
+    int64_t n_shared;       /* panels in the shared operand */
     int64_t n_grp, per_grp; /* work item w: own panel w / n_grp, shared panels of group w % n_grp */
 } gemm_job;
 
@@ -362,8 +365,7 @@ static void pack_shared_range(void *arg, int64_t pb, int64_t pe)
         if (j->a_stat)
             pack_b_panel(j, pn * j->ar->nr, panel_cols(j, pn), j->p0, j->kl, j->sp + pn * j->ar->nr * j->kl);
         else
-            pack_a_panel(j, j->i0 + pn * j->ar->mr, panel_rows(j, pn), j->p0, j->kl,
-                         j->sp + pn * j->ar->mr * j->kl);
+            pack_a_panel(j, j->i0 + pn * j->ar->mr, panel_rows(j, pn), j->p0, j->kl, j->sp + pn * j->ar->mr * j->kl);
     }
 }
 
@@ -405,8 +407,10 @@ static void compute_item(const gemm_job *j, int64_t w, int64_t pk, float *own)
         /* few column panels: packing the rows of A would cost more than the multiply; read them in place */
         bool in_place = !j->ta && rows == mr && se - sb <= A_IN_PLACE_PANELS;
         const float *ap = own;
-        if (in_place) ap = j->a + r0 * j->lda + j->p0 + pk;
-        else pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
+        if (in_place)
+            ap = j->a + r0 * j->lda + j->p0 + pk;
+        else
+            pack_a_panel(j, r0, rows, j->p0 + pk, kc, own);
         for (int64_t jr = sb; jr < se; jr++)
             run_tile(j, ap, in_place ? j->lda : 0, j->sp + jr * nr * j->kl + pk * nr, kc, r0, rows, jr * nr,
                      panel_cols(j, jr), beta, first);
@@ -414,8 +418,8 @@ static void compute_item(const gemm_job *j, int64_t w, int64_t pk, float *own)
         int64_t cols = panel_cols(j, o);
         pack_b_panel(j, o * nr, cols, j->p0 + pk, kc, own);
         for (int64_t ir = sb; ir < se; ir++)
-            run_tile(j, j->sp + ir * mr * j->kl + pk * mr, 0, own, kc, j->i0 + ir * mr, panel_rows(j, ir), o * nr,
-                     cols, beta, first);
+            run_tile(j, j->sp + ir * mr * j->kl + pk * mr, 0, own, kc, j->i0 + ir * mr, panel_rows(j, ir), o * nr, cols,
+                     beta, first);
     }
 }
 
@@ -466,10 +470,7 @@ static gemm_plan plan_gemm(const gemm_arch *ar, int64_t m, int64_t n, int64_t k,
     return pl;
 }
 
-static bool use_packed(int64_t m, int64_t n, int64_t k)
-{
-    return m > 1 && n > 1 && k > 0 && m * n * k >= SMALL_MACS;
-}
+static bool use_packed(int64_t m, int64_t n, int64_t k) { return m > 1 && n > 1 && k > 0 && m * n * k >= SMALL_MACS; }
 
 size_t ig__sgemm_ws_bytes(int64_t m, int64_t n, int64_t k)
 {
@@ -540,9 +541,9 @@ static void gemm_packed(struct ig_pool *pool, gemm_job *j, void *ws, size_t ws_b
     if (own) ig__free_aligned(own);
 }
 
-void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                  int64_t ldc, void *ws, size_t ws_bytes)
+void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc, void *ws,
+                  size_t ws_bytes)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0) {
@@ -576,14 +577,26 @@ void ig__sgemm_ws(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, i
         gemm_naive(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
-    gemm_job j = {.ar = arch_get(), .ta = trans_a, .tb = trans_b, .m = m, .n = n, .k = k, .alpha = alpha,
-                  .beta = beta, .a = a, .b = b, .lda = lda, .ldb = ldb, .c = c, .ldc = ldc};
+    gemm_job j = {.ar = arch_get(),
+                  .ta = trans_a,
+                  .tb = trans_b,
+                  .m = m,
+                  .n = n,
+                  .k = k,
+                  .alpha = alpha,
+                  .beta = beta,
+                  .a = a,
+                  .b = b,
+                  .lda = lda,
+                  .ldb = ldb,
+                  .c = c,
+                  .ldc = ldc};
     gemm_packed(pool, &j, ws, ws_bytes);
 }
 
-void ig__sgemm_pack_b(struct ig_pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
-                      const float *a, int64_t lda, ig_sgemm_pack_b pack_b, void *ctx, float beta, float *c,
-                      int64_t ldc, const float *row_bias, void *ws, size_t ws_bytes)
+void ig__sgemm_pack_b(struct ig_pool *pool, bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, ig_sgemm_pack_b pack_b, void *ctx, float beta, float *c, int64_t ldc,
+                      const float *row_bias, void *ws, size_t ws_bytes)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0) {
@@ -594,14 +607,25 @@ void ig__sgemm_pack_b(struct ig_pool *pool, bool trans_a, int64_t m, int64_t n, 
         return;
     }
     if (m * n * k < PAR_MIN_MACS) pool = NULL;
-    gemm_job j = {.ar = arch_get(), .ta = trans_a, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a,
-                  .lda = lda, .c = c, .ldc = ldc, .row_bias = row_bias, .pack_b = pack_b, .pack_ctx = ctx};
+    gemm_job j = {.ar = arch_get(),
+                  .ta = trans_a,
+                  .m = m,
+                  .n = n,
+                  .k = k,
+                  .alpha = alpha,
+                  .beta = beta,
+                  .a = a,
+                  .lda = lda,
+                  .c = c,
+                  .ldc = ldc,
+                  .row_bias = row_bias,
+                  .pack_b = pack_b,
+                  .pack_ctx = ctx};
     gemm_packed(pool, &j, ws, ws_bytes);
 }
 
-void ig__sgemm(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-               float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-               int64_t ldc)
+void ig__sgemm(struct ig_pool *pool, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
     ig__sgemm_ws(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, 0);
 }

@@ -29,7 +29,7 @@ typedef struct ig_pool {
     _Atomic uint64_t generation; /* bumped once per job */
     _Atomic int pending;         /* workers still running the current job */
     _Atomic bool quit;
-    int sleepers;                /* workers blocked on work_cv (under mu) */
+    int sleepers; /* workers blocked on work_cv (under mu) */
     /* the current job */
     ig_range_fn fn;
     void *arg;
@@ -65,7 +65,8 @@ static void *worker(void *varg)
             }
             pthread_mutex_lock(&p->mu);
             p->sleepers++;
-            while (atomic_load(&p->generation) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->work_cv, &p->mu);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->quit))
+                pthread_cond_wait(&p->work_cv, &p->mu);
             p->sleepers--;
             pthread_mutex_unlock(&p->mu);
         }

@@ -92,8 +92,8 @@ oom:
     return -1;
 }
 
-int32_t ig__graph_add_node(ig_graph *g, const char *name, const char *op_type, const char *domain,
-                           int32_t n_inputs, int32_t n_outputs, int32_t n_attrs, ig_err *err)
+int32_t ig__graph_add_node(ig_graph *g, const char *name, const char *op_type, const char *domain, int32_t n_inputs,
+                           int32_t n_outputs, int32_t n_attrs, ig_err *err)
 {
     if (g->n_nodes == g->cap_nodes) {
         int32_t cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
@@ -218,16 +218,16 @@ ingot_status ig__graph_toposort(ig_graph *g, ig_err *err)
     }
     /* min-heap of ready node ids */
     int32_t hn = 0, done = 0;
-#define HEAP_PUSH(x)                                                      \
-    do {                                                                  \
-        int32_t k_ = hn++;                                                \
-        heap[k_] = (x);                                                   \
-        while (k_ > 0 && heap[(k_ - 1) / 2] > heap[k_]) {                 \
-            int32_t p_ = (k_ - 1) / 2, t_ = heap[p_];                     \
-            heap[p_] = heap[k_];                                          \
-            heap[k_] = t_;                                                \
-            k_ = p_;                                                      \
-        }                                                                 \
+#define HEAP_PUSH(x)                                      \
+    do {                                                  \
+        int32_t k_ = hn++;                                \
+        heap[k_] = (x);                                   \
+        while (k_ > 0 && heap[(k_ - 1) / 2] > heap[k_]) { \
+            int32_t p_ = (k_ - 1) / 2, t_ = heap[p_];     \
+            heap[p_] = heap[k_];                          \
+            heap[k_] = t_;                                \
+            k_ = p_;                                      \
+        }                                                 \
     } while (0)
     for (int32_t i = 0; i < nn; i++)
         if (!pending[i]) HEAP_PUSH(i);
@@ -308,8 +308,7 @@ ingot_status ig__graph_verify(const ig_graph *g, ig_err *err)
         if (v->producer < 0 && !(v->flags & (IG_VAL_INPUT | IG_VAL_INITIALIZER)))
             return ig__errf(err, INGOT_ERR_MODEL_INVALID, "graph output '%s' is produced by no node", v->name);
     }
-    if (g->n_nodes && !g->order)
-        return ig__errf(err, INGOT_ERR_INTERNAL, "graph verified before it was sorted");
+    if (g->n_nodes && !g->order) return ig__errf(err, INGOT_ERR_INTERNAL, "graph verified before it was sorted");
     return INGOT_OK;
 }
 

@@ -18,7 +18,7 @@
 #include "../core/core.h"
 
 #define IG_MAX_RANK INGOT_MAX_RANK
-#define IG_NOSYM (-1)
+#define IG_NOSYM    (-1)
 /* Small integer tensors (shape vectors) also carry their values symbolically, up to this many. */
 #define IG_MAX_SYMVAL 16
 
@@ -27,7 +27,11 @@ typedef struct ig_dim {
     int32_t sym; /* IG_NOSYM, or index into graph->syms */
 } ig_dim;
 
-static inline ig_dim ig__dim_const(int64_t n) { ig_dim d = {n, IG_NOSYM}; return d; }
+static inline ig_dim ig__dim_const(int64_t n)
+{
+    ig_dim d = {n, IG_NOSYM};
+    return d;
+}
 static inline bool ig__dim_known(ig_dim d) { return d.sym == IG_NOSYM; }
 static inline bool ig__dim_eq(ig_dim a, ig_dim b) { return a.n == b.n && a.sym == b.sym; }
 
@@ -70,14 +74,14 @@ typedef struct ig_attr {
     ig_attr_type type;
     int64_t i;
     float f;
-    const char *s;          /* STRING: NUL-terminated copy */
+    const char *s; /* STRING: NUL-terminated copy */
     size_t s_len;
-    int64_t n;              /* element count of the list kinds */
-    const int64_t *ints;    /* INTS [n] */
-    const float *floats;    /* FLOATS [n] */
-    const char **strings;   /* STRINGS [n] */
-    ig_const *t;            /* TENSOR; TENSORS: array [n] */
-    const uint8_t *raw;     /* GRAPH(S), SPARSE_TENSOR(S), TYPE_PROTO(S): undecoded bytes, kept opaque */
+    int64_t n;            /* element count of the list kinds */
+    const int64_t *ints;  /* INTS [n] */
+    const float *floats;  /* FLOATS [n] */
+    const char **strings; /* STRINGS [n] */
+    ig_const *t;          /* TENSOR; TENSORS: array [n] */
+    const uint8_t *raw;   /* GRAPH(S), SPARSE_TENSOR(S), TYPE_PROTO(S): undecoded bytes, kept opaque */
     size_t raw_len;
 } ig_attr;
 
@@ -94,27 +98,27 @@ typedef struct ig_value {
     const char *name;
     ingot_dtype dtype; /* UNDEFINED until known */
     ig_shape shape;
-    int32_t producer;  /* node id, -1 for graph inputs, initializers and unproduced names */
+    int32_t producer; /* node id, -1 for graph inputs, initializers and unproduced names */
     uint32_t flags;
-    ig_const c;        /* with IG_VAL_CONST: the data (c.dtype/c.rank/c.dims mirror dtype/shape) */
-    int32_t n_sym;     /* > 0: element values of a small int/bool tensor, possibly symbolic */
-    ig_dim *sym;       /* [n_sym] */
+    ig_const c;             /* with IG_VAL_CONST: the data (c.dtype/c.rank/c.dims mirror dtype/shape) */
+    int32_t n_sym;          /* > 0: element values of a small int/bool tensor, possibly symbolic */
+    ig_dim *sym;            /* [n_sym] */
     ingot_dtype decl_dtype; /* what the file declared, for checking (IG_VAL_DECLARED) */
     ig_shape decl_shape;
     const char *decl_dim_names[IG_MAX_RANK]; /* dim_param names as declared, NULL for values */
 } ig_value;
 
 typedef struct ig_node {
-    const char *name;    /* "" when the file gave none */
+    const char *name; /* "" when the file gave none */
     const char *op_type;
-    const char *domain;  /* "" for ai.onnx */
-    int32_t op;          /* index into the op table (enum ig_op), -1 when unknown */
-    int32_t opset;       /* version of the node's domain imported by the model */
+    const char *domain; /* "" for ai.onnx */
+    int32_t op;         /* index into the op table (enum ig_op), -1 when unknown */
+    int32_t opset;      /* version of the node's domain imported by the model */
     int32_t n_inputs, n_outputs, n_attrs;
-    int32_t *inputs;     /* [n_inputs] value ids, -1 for an omitted optional input */
-    int32_t *outputs;    /* [n_outputs] value ids, -1 for an omitted optional output */
-    ig_attr *attrs;      /* [n_attrs] */
-    bool folded;         /* all outputs computed at build time */
+    int32_t *inputs;                         /* [n_inputs] value ids, -1 for an omitted optional input */
+    int32_t *outputs;                        /* [n_outputs] value ids, -1 for an omitted optional output */
+    ig_attr *attrs;                          /* [n_attrs] */
+    bool folded;                             /* all outputs computed at build time */
     double flops, bytes_read, bytes_written; /* from cost analysis */
 } ig_node;
 
@@ -139,11 +143,11 @@ typedef struct ig_graph {
     int32_t n_nodes, cap_nodes;
     ig_node *nodes;
     int32_t n_inputs, n_outputs, n_initializers;
-    int32_t *inputs;       /* [n_inputs] graph inputs that are not initializers, in file order */
-    int32_t *outputs;      /* [n_outputs] */
-    int32_t *order;        /* [n_nodes] topological execution order (after ig__graph_toposort) */
+    int32_t *inputs;  /* [n_inputs] graph inputs that are not initializers, in file order */
+    int32_t *outputs; /* [n_outputs] */
+    int32_t *order;   /* [n_nodes] topological execution order (after ig__graph_toposort) */
     int32_t n_syms, cap_syms;
-    const char **syms;     /* [n_syms] symbol names: "batch", "unk__0", ... */
+    const char **syms; /* [n_syms] symbol names: "batch", "unk__0", ... */
 
     /* name -> value id, open addressing; capacity a power of two */
     int32_t *index;
@@ -158,8 +162,8 @@ int32_t ig__graph_value(ig_graph *g, const char *name, ig_err *err);
 /* The id of an existing value, -1 if none. */
 int32_t ig__graph_find(const ig_graph *g, const char *name);
 /* Append a node; inputs/outputs/attrs are filled by the caller afterwards. -1 on out of memory. */
-int32_t ig__graph_add_node(ig_graph *g, const char *name, const char *op_type, const char *domain,
-                           int32_t n_inputs, int32_t n_outputs, int32_t n_attrs, ig_err *err);
+int32_t ig__graph_add_node(ig_graph *g, const char *name, const char *op_type, const char *domain, int32_t n_inputs,
+                           int32_t n_outputs, int32_t n_attrs, ig_err *err);
 /* Symbol id for a name (interned), -1 on out of memory. NULL name makes a fresh "unk__K". */
 int32_t ig__graph_symbol(ig_graph *g, const char *name);
 int64_t ig__graph_opset(const ig_graph *g, const char *domain); /* 0 when not imported */

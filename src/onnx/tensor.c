@@ -28,7 +28,6 @@ const char *ig__onnx_dtype_name(int64_t t, char *buf, size_t n)
     return buf;
 }
 
-
 ingot_status ig__onnx_str(ig_onnx_imp *im, const ig_pb_field *f, const char **out)
 {
     const char *s = (const char *)im->pb.buf + f->off;

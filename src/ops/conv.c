@@ -44,8 +44,7 @@ typedef struct window {
 } window;
 
 /* Fail with the node named, as ig__fail does, from either inference or a kernel. */
-static ingot_status node_fail(ig_err *err, const ig_node *node, ingot_status st, const char *fmt, ...)
-    IG_PRINTF(4, 5);
+static ingot_status node_fail(ig_err *err, const ig_node *node, ingot_status st, const char *fmt, ...) IG_PRINTF(4, 5);
 static ingot_status node_fail(ig_err *err, const ig_node *node, ingot_status st, const char *fmt, ...)
 {
     char msg[IG_ERRMSG_MAX];
@@ -66,12 +65,16 @@ static ingot_status attr_ints_n(ig_err *err, const ig_node *node, const char *na
     if (a->type != IG_ATTR_INTS)
         return node_fail(err, node, INGOT_ERR_MODEL_INVALID, "attribute '%s' must be a list of ints", name);
     if (a->n != want)
-        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute '%s' has %" PRId64 " values; %d expected "
-                         "for %d spatial dims", name, a->n, (int)want, (int)(want > 0 ? want : 0));
+        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                         "attribute '%s' has %" PRId64 " values; %d expected "
+                         "for %d spatial dims",
+                         name, a->n, (int)want, (int)(want > 0 ? want : 0));
     for (int64_t i = 0; i < a->n; i++) {
         if (a->ints[i] < min)
-            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute '%s' value %" PRId64
-                             " at index %" PRId64 " is not supported (must be >= %" PRId64 ")", name, a->ints[i], i, min);
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
+                             "attribute '%s' value %" PRId64 " at index %" PRId64
+                             " is not supported (must be >= %" PRId64 ")",
+                             name, a->ints[i], i, min);
         out[i] = a->ints[i];
     }
     if (present) *present = true;
@@ -95,14 +98,15 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
     bool has_kernel = false;
     IG_TRY(st, attr_ints_n(err, node, "kernel_shape", nsp, 1, w->kernel, &has_kernel), out);
     if (!has_kernel) {
-        if (!wk)
-            return node_fail(err, node, INGOT_ERR_MODEL_INVALID, "attribute 'kernel_shape' is required");
+        if (!wk) return node_fail(err, node, INGOT_ERR_MODEL_INVALID, "attribute 'kernel_shape' is required");
         for (int32_t i = 0; i < nsp; i++) w->kernel[i] = wk[i] > 0 ? wk[i] : 0;
     } else if (wk) {
         for (int32_t i = 0; i < nsp; i++)
             if (wk[i] > 0 && wk[i] != w->kernel[i])
-                return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute 'kernel_shape' (%" PRId64 " at spatial "
-                                 "dim %d) disagrees with the weight's dim %" PRId64, w->kernel[i], (int)i, wk[i]);
+                return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                                 "attribute 'kernel_shape' (%" PRId64 " at spatial "
+                                 "dim %d) disagrees with the weight's dim %" PRId64,
+                                 w->kernel[i], (int)i, wk[i]);
     }
     IG_TRY(st, attr_ints_n(err, node, "strides", nsp, 1, w->stride, NULL), out);
     if (kind != WIN_AVGPOOL || node->opset >= 19)
@@ -116,19 +120,25 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
     }
 
     const char *ap = ig__attr_str(node, "auto_pad", "NOTSET");
-    if (!strcmp(ap, "NOTSET") || !ap[0]) w->autopad = PAD_NOTSET;
-    else if (!strcmp(ap, "SAME_UPPER")) w->autopad = PAD_SAME_UPPER;
-    else if (!strcmp(ap, "SAME_LOWER")) w->autopad = PAD_SAME_LOWER;
-    else if (!strcmp(ap, "VALID")) w->autopad = PAD_VALID;
+    if (!strcmp(ap, "NOTSET") || !ap[0])
+        w->autopad = PAD_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER"))
+        w->autopad = PAD_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER"))
+        w->autopad = PAD_SAME_LOWER;
+    else if (!strcmp(ap, "VALID"))
+        w->autopad = PAD_VALID;
     else
-        return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'auto_pad' value '%s' is not "
-                         "supported (NOTSET, SAME_UPPER, SAME_LOWER or VALID)", ap);
+        return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
+                         "attribute 'auto_pad' value '%s' is not "
+                         "supported (NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
+                         ap);
 
     if (kind == WIN_CONV || kind == WIN_CONVT) {
         w->group = ig__attr_int(node, "group", 1);
         if (w->group < 1)
-            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'group' value %" PRId64
-                             " is not supported (must be >= 1)", w->group);
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
+                             "attribute 'group' value %" PRId64 " is not supported (must be >= 1)", w->group);
     }
     if (kind == WIN_CONVT) {
         IG_TRY(st, attr_ints_n(err, node, "output_padding", nsp, 0, w->out_pad, NULL), out);
@@ -136,13 +146,15 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
         const ig_attr *os = ig__node_attr(node, "output_shape");
         if (os) {
             if (os->type != IG_ATTR_INTS || (os->n != nsp && os->n != nsp + 2))
-                return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute 'output_shape' must list %d spatial "
-                                 "dims", (int)nsp);
+                return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                                 "attribute 'output_shape' must list %d spatial "
+                                 "dims",
+                                 (int)nsp);
             for (int32_t i = 0; i < nsp; i++) {
                 w->out_shape[i] = os->ints[os->n - nsp + i];
                 if (w->out_shape[i] < 1)
-                    return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "attribute 'output_shape' value %" PRId64
-                                     " is not a valid size", w->out_shape[i]);
+                    return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                                     "attribute 'output_shape' value %" PRId64 " is not a valid size", w->out_shape[i]);
             }
             w->has_out_shape = true;
         }
@@ -150,16 +162,16 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
     if (kind == WIN_MAXPOOL || kind == WIN_AVGPOOL) {
         int64_t cm = ig__attr_int(node, "ceil_mode", 0);
         if (cm != 0 && cm != 1)
-            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'ceil_mode' value %" PRId64
-                             " is not supported (0 or 1)", cm);
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
+                             "attribute 'ceil_mode' value %" PRId64 " is not supported (0 or 1)", cm);
         w->ceil_mode = cm == 1;
     }
     if (kind == WIN_AVGPOOL) w->count_include_pad = ig__attr_int(node, "count_include_pad", 0) != 0;
     if (kind == WIN_MAXPOOL) {
         w->storage_order = ig__attr_int(node, "storage_order", 0);
         if (w->storage_order != 0 && w->storage_order != 1)
-            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'storage_order' value %" PRId64
-                             " is not supported (0 or 1)", w->storage_order);
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
+                             "attribute 'storage_order' value %" PRId64 " is not supported (0 or 1)", w->storage_order);
     }
     return INGOT_OK;
 out:
@@ -171,8 +183,8 @@ out:
  * (begin/end; for ConvTranspose the pads cropped from the full output). Fails naming the dim when
  * the window does not fit.
  */
-static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *w, int32_t i, int64_t in,
-                                int64_t *out, int64_t *pb, int64_t *pe)
+static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *w, int32_t i, int64_t in, int64_t *out,
+                                int64_t *pb, int64_t *pe)
 {
     int64_t k = w->kernel[i], s = w->stride[i], d = w->dil[i];
     int64_t ek = (k - 1) * d + 1; /* the dilated window */
@@ -199,8 +211,10 @@ static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *
             o = full - *pb - *pe;
         }
         if (o < 1)
-            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "spatial dim %d: output size %" PRId64 " is not "
-                             "positive (input %" PRId64 ", kernel %" PRId64 ", stride %" PRId64 ")", (int)i, o, in, k, s);
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                             "spatial dim %d: output size %" PRId64 " is not "
+                             "positive (input %" PRId64 ", kernel %" PRId64 ", stride %" PRId64 ")",
+                             (int)i, o, in, k, s);
         *out = o;
         return INGOT_OK;
     }
@@ -223,8 +237,9 @@ static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *
     }
     int64_t span = in + *pb + *pe - ek;
     if (span < 0)
-        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "spatial dim %d: the window (kernel %" PRId64 ", dilation %"
-                         PRId64 ") is larger than the padded input (%" PRId64 " + pads %" PRId64 " + %" PRId64 ")",
+        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                         "spatial dim %d: the window (kernel %" PRId64 ", dilation %" PRId64
+                         ") is larger than the padded input (%" PRId64 " + pads %" PRId64 " + %" PRId64 ")",
                          (int)i, k, d, in, *pb, *pe);
     int64_t o = span / s + 1;
     if (w->ceil_mode) {
@@ -268,7 +283,8 @@ static ingot_status infer_spatial(ig_infer *cx, const window *w, const ig_shape 
         }
         bool same_size = false;
         if (w->kind != WIN_CONVT && w->stride[i] == 1 && !w->ceil_mode) {
-            if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) same_size = true;
+            if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER)
+                same_size = true;
             else if (w->kernel[i] == 1 && (w->autopad == PAD_VALID || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
                 same_size = true;
         }
@@ -307,14 +323,13 @@ static ingot_status conv_like_infer(ig_infer *cx, bool transpose)
         return ig__fail_shape(cx, "input '%s' must have rank >= 3 (N, C, spatial dims), got rank %d",
                               x->shape.rank >= 0 ? x->name : wv->name, (int)rank);
     if (x->shape.rank >= 0 && wv->shape.rank >= 0 && wv->shape.rank != x->shape.rank)
-        return ig__fail_shape(cx, "weight '%s' has rank %d but input '%s' has rank %d", wv->name,
-                              (int)wv->shape.rank, x->name, (int)x->shape.rank);
+        return ig__fail_shape(cx, "weight '%s' has rank %d but input '%s' has rank %d", wv->name, (int)wv->shape.rank,
+                              x->name, (int)x->shape.rank);
     int32_t nsp = rank - 2;
     int64_t wk[MAX_SP];
     weight_kernel(wv, nsp, wk);
     window w;
-    if ((st = parse_window(cx->err, cx->node, transpose ? WIN_CONVT : WIN_CONV, nsp, wk, &w)) != INGOT_OK)
-        return st;
+    if ((st = parse_window(cx->err, cx->node, transpose ? WIN_CONVT : WIN_CONV, nsp, wk, &w)) != INGOT_OK) return st;
 
     ig_dim wd0 = wv->shape.rank >= 0 ? wv->shape.d[0] : ig__dim_fresh(cx);
     ig_dim wd1 = wv->shape.rank >= 0 ? wv->shape.d[1] : ig__dim_fresh(cx);
@@ -323,9 +338,10 @@ static ingot_status conv_like_infer(ig_infer *cx, bool transpose)
     if (!transpose) {
         /* W is [M, C/group, k...] */
         if (ig__dim_known(xc) && ig__dim_known(wd1) && xc.n != wd1.n * w.group)
-            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels but weight '%s' expects %" PRId64
-                                  " (weight dim 1 = %" PRId64 " x group %" PRId64 ")", x->name, xc.n, wv->name,
-                                  wd1.n * w.group, wd1.n, w.group);
+            return ig__fail_shape(cx,
+                                  "input '%s' has %" PRId64 " channels but weight '%s' expects %" PRId64
+                                  " (weight dim 1 = %" PRId64 " x group %" PRId64 ")",
+                                  x->name, xc.n, wv->name, wd1.n * w.group, wd1.n, w.group);
         if (ig__dim_known(wd0) && wd0.n % w.group != 0)
             return ig__fail_shape(cx, "weight '%s' has %" PRId64 " output channels, not a multiple of group %" PRId64,
                                   wv->name, wd0.n, w.group);
@@ -333,11 +349,12 @@ static ingot_status conv_like_infer(ig_infer *cx, bool transpose)
     } else {
         /* W is [C, M/group, k...] */
         if (ig__dim_known(xc) && ig__dim_known(wd0) && xc.n != wd0.n)
-            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels but weight '%s' expects %" PRId64
-                                  " (weight dim 0)", x->name, xc.n, wv->name, wd0.n);
+            return ig__fail_shape(
+                cx, "input '%s' has %" PRId64 " channels but weight '%s' expects %" PRId64 " (weight dim 0)", x->name,
+                xc.n, wv->name, wd0.n);
         if (ig__dim_known(xc) && xc.n % w.group != 0)
-            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels, not a multiple of group %" PRId64,
-                                  x->name, xc.n, w.group);
+            return ig__fail_shape(cx, "input '%s' has %" PRId64 " channels, not a multiple of group %" PRId64, x->name,
+                                  xc.n, w.group);
         if (!ig__dim_mul(wd1, ig__dim_const(w.group), &m)) m = ig__dim_fresh(cx);
     }
     if (b && b->shape.rank >= 0) {
@@ -408,7 +425,7 @@ static ingot_status global_pool_infer(ig_infer *cx)
 typedef struct geom {
     window w;
     int32_t nsp;
-    int64_t n, c, m, cg, mg;      /* batch, in channels, out channels, per group */
+    int64_t n, c, m, cg, mg; /* batch, in channels, out channels, per group */
     int64_t in[MAX_SP], out[MAX_SP], pb[MAX_SP], pe[MAX_SP];
     int64_t in_sp, out_sp, kprod; /* products over spatial dims */
 } geom;
@@ -431,13 +448,15 @@ static ingot_status make_geom(ig_err *err, const ig_node *node, win_kind kind, i
         gm->m = wd[0];
         gm->cg = wd[1];
         if (gm->cg * g != gm->c || gm->m % g != 0)
-            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "input has %" PRId64 " channels but the weight expects %"
-                             PRId64 " (weight dim 1 = %" PRId64 " x group %" PRId64 ")", gm->c, gm->cg * g, gm->cg, g);
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                             "input has %" PRId64 " channels but the weight expects %" PRId64
+                             " (weight dim 1 = %" PRId64 " x group %" PRId64 ")",
+                             gm->c, gm->cg * g, gm->cg, g);
         gm->mg = gm->m / g;
     } else if (kind == WIN_CONVT) {
         if (wd[0] != gm->c || gm->c % g != 0)
-            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "input has %" PRId64 " channels but the weight expects %"
-                             PRId64, gm->c, wd[0]);
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                             "input has %" PRId64 " channels but the weight expects %" PRId64, gm->c, wd[0]);
         gm->cg = gm->c / g;
         gm->mg = wd[1];
         gm->m = gm->mg * g;
@@ -713,8 +732,8 @@ typedef struct depthwise_job {
  * row-by-row loop instead.
  */
 #define DW_PLANE_MAX 16384
-#define DW_VEC 16
-#define DW_MAX_KW 64
+#define DW_VEC       16
+#define DW_MAX_KW    64
 
 /* Compiled for AVX-512 and AVX2 as well as the baseline, picked at load time (the rest of the
  * library is built for the baseline ISA). */
@@ -849,8 +868,8 @@ static ingot_status conv_cpu(ig_exec *ex)
     ingot_status st = make_geom(ex->err, ex->node, WIN_CONV, xt->rank, xt->dims, wt->dims, &gm);
     if (st != INGOT_OK) return st;
     if (bt && bt->numel != gm.m)
-        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "bias has %" PRId64 " values for %" PRId64
-                         " output channels", bt->numel, gm.m);
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE,
+                         "bias has %" PRId64 " values for %" PRId64 " output channels", bt->numel, gm.m);
     if (yt->numel == 0) return INGOT_OK;
 
     carver cv = {0};
@@ -1003,8 +1022,8 @@ static ingot_status conv_transpose_cpu(ig_exec *ex)
     ingot_status st = make_geom(ex->err, ex->node, WIN_CONVT, xt->rank, xt->dims, wt->dims, &gm);
     if (st != INGOT_OK) return st;
     if (bt && bt->numel != gm.m)
-        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "bias has %" PRId64 " values for %" PRId64
-                         " output channels", bt->numel, gm.m);
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE,
+                         "bias has %" PRId64 " values for %" PRId64 " output channels", bt->numel, gm.m);
     if (yt->numel == 0) return INGOT_OK;
 
     carver cv = {0};
@@ -1376,8 +1395,7 @@ static ingot_status global_pool_cpu(ig_exec *ex, bool is_max)
     const ig_tensor *xt = ex->in[0];
     ig_tensor *yt = ex->out[0];
     if (xt->rank < 3)
-        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "input must have rank >= 3, got %d",
-                         (int)xt->rank);
+        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "input must have rank >= 3, got %d", (int)xt->rank);
     int64_t planes = xt->dims[0] * xt->dims[1];
     if (planes == 0) return INGOT_OK;
     global_job jb = {xt, yt, xt->numel / planes, is_max};
@@ -1399,28 +1417,72 @@ static double global_pool_flops(const ig_graph *g, const ig_node *n)
 /* ---- descriptors -------------------------------------------------------------------------------- */
 
 const ig_op_def ig__op_conv = {
-    .name = "Conv", .since = 1, .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
-    .infer = conv_infer, .cpu = conv_cpu, .cpu_scratch = conv_scratch, .flops = conv_flops,
+    .name = "Conv",
+    .since = 1,
+    .min_in = 2,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = conv_infer,
+    .cpu = conv_cpu,
+    .cpu_scratch = conv_scratch,
+    .flops = conv_flops,
 };
 const ig_op_def ig__op_conv_transpose = {
-    .name = "ConvTranspose", .since = 1, .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
-    .infer = conv_transpose_infer, .cpu = conv_transpose_cpu, .cpu_scratch = conv_transpose_scratch,
+    .name = "ConvTranspose",
+    .since = 1,
+    .min_in = 2,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = conv_transpose_infer,
+    .cpu = conv_transpose_cpu,
+    .cpu_scratch = conv_transpose_scratch,
     .flops = conv_transpose_flops,
 };
 const ig_op_def ig__op_max_pool = {
-    .name = "MaxPool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2,
-    .infer = max_pool_infer, .cpu = max_pool_cpu, .cpu_scratch = pool_scratch_common, .flops = max_pool_flops,
+    .name = "MaxPool",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 2,
+    .infer = max_pool_infer,
+    .cpu = max_pool_cpu,
+    .cpu_scratch = pool_scratch_common,
+    .flops = max_pool_flops,
 };
 const ig_op_def ig__op_average_pool = {
-    .name = "AveragePool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = average_pool_infer, .cpu = average_pool_cpu, .cpu_scratch = pool_scratch_common,
+    .name = "AveragePool",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = average_pool_infer,
+    .cpu = average_pool_cpu,
+    .cpu_scratch = pool_scratch_common,
     .flops = average_pool_flops,
 };
 const ig_op_def ig__op_global_average_pool = {
-    .name = "GlobalAveragePool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = global_pool_infer, .cpu = global_average_pool_cpu, .flops = global_pool_flops,
+    .name = "GlobalAveragePool",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = global_pool_infer,
+    .cpu = global_average_pool_cpu,
+    .flops = global_pool_flops,
 };
 const ig_op_def ig__op_global_max_pool = {
-    .name = "GlobalMaxPool", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = global_pool_infer, .cpu = global_max_pool_cpu, .flops = global_pool_flops,
+    .name = "GlobalMaxPool",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = global_pool_infer,
+    .cpu = global_max_pool_cpu,
+    .flops = global_pool_flops,
 };

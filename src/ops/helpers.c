@@ -34,15 +34,16 @@ ingot_status ig__set_out(ig_infer *cx, int i, ingot_dtype t, const ig_shape *s)
     ig_value *v = ig__out(cx, i);
     if (!v) return INGOT_OK;
     if (s->rank > IG_MAX_RANK)
-        return ig__unsupported(cx, "output '%s' would have rank %d; ingot supports at most %d", v->name,
-                               (int)s->rank, IG_MAX_RANK);
+        return ig__unsupported(cx, "output '%s' would have rank %d; ingot supports at most %d", v->name, (int)s->rank,
+                               IG_MAX_RANK);
     for (int32_t k = 0; k < s->rank; k++)
         if (s->d[k].sym == IG_NOSYM && s->d[k].n < 0)
-            return ig__fail_shape(cx, "output '%s' would have negative dim %" PRId64 " at axis %d", v->name,
-                                  s->d[k].n, (int)k);
+            return ig__fail_shape(cx, "output '%s' would have negative dim %" PRId64 " at axis %d", v->name, s->d[k].n,
+                                  (int)k);
     int64_t numel;
     size_t bytes;
-    if (ig__shape_known(s) && (!ig__shape_numel(s, &numel) || !ig__mul_size((size_t)numel, ingot_dtype_size(t), &bytes)))
+    if (ig__shape_known(s) &&
+        (!ig__shape_numel(s, &numel) || !ig__mul_size((size_t)numel, ingot_dtype_size(t), &bytes)))
         return ig__fail_shape(cx, "output '%s' would have more elements than ingot can address", v->name);
     v->dtype = t;
     v->shape = *s;
@@ -116,8 +117,14 @@ bool ig__dim_add(ig_dim a, ig_dim b, ig_dim *r)
         r->sym = a.sym;
         return ig__add_i64(a.n, b.n, &r->n);
     }
-    if (a.sym != IG_NOSYM && b.sym == IG_NOSYM && b.n == 0) { *r = a; return true; }
-    if (b.sym != IG_NOSYM && a.sym == IG_NOSYM && a.n == 0) { *r = b; return true; }
+    if (a.sym != IG_NOSYM && b.sym == IG_NOSYM && b.n == 0) {
+        *r = a;
+        return true;
+    }
+    if (b.sym != IG_NOSYM && a.sym == IG_NOSYM && a.n == 0) {
+        *r = b;
+        return true;
+    }
     return false;
 }
 
@@ -130,13 +137,19 @@ bool ig__dim_sub(ig_dim a, ig_dim b, ig_dim *r)
     if (a.sym == b.sym) {
         int64_t n;
         if (__builtin_sub_overflow(a.n, b.n, &n)) return false;
-        if (n == 0) { *r = ig__dim_const(0); return true; }
+        if (n == 0) {
+            *r = ig__dim_const(0);
+            return true;
+        }
         if (n < 0) return false;
         r->n = n;
         r->sym = a.sym;
         return true;
     }
-    if (a.sym != IG_NOSYM && b.sym == IG_NOSYM && b.n == 0) { *r = a; return true; }
+    if (a.sym != IG_NOSYM && b.sym == IG_NOSYM && b.n == 0) {
+        *r = a;
+        return true;
+    }
     return false;
 }
 
@@ -152,12 +165,18 @@ ingot_status ig__broadcast(ig_infer *cx, const ig_shape *a, const ig_shape *b, i
         int32_t ia = i - (r - a->rank), ib = i - (r - b->rank);
         ig_dim da = ia >= 0 ? a->d[ia] : ig__dim_const(1);
         ig_dim db = ib >= 0 ? b->d[ib] : ig__dim_const(1);
-        if (ig__dim_eq(da, db)) out->d[i] = da;
-        else if (ig__dim_known(da) && da.n == 1) out->d[i] = db;
-        else if (ig__dim_known(db) && db.n == 1) out->d[i] = da;
-        else if (!ig__dim_known(da) && !ig__dim_known(db)) out->d[i] = ig__dim_fresh(cx);
-        else if (!ig__dim_known(da)) out->d[i] = db; /* a symbolic dim broadcast against n must be n (or 1) */
-        else if (!ig__dim_known(db)) out->d[i] = da;
+        if (ig__dim_eq(da, db))
+            out->d[i] = da;
+        else if (ig__dim_known(da) && da.n == 1)
+            out->d[i] = db;
+        else if (ig__dim_known(db) && db.n == 1)
+            out->d[i] = da;
+        else if (!ig__dim_known(da) && !ig__dim_known(db))
+            out->d[i] = ig__dim_fresh(cx);
+        else if (!ig__dim_known(da))
+            out->d[i] = db; /* a symbolic dim broadcast against n must be n (or 1) */
+        else if (!ig__dim_known(db))
+            out->d[i] = da;
         else {
             char sa[256], sb[256];
             return ig__fail_shape(cx, "shapes %s and %s cannot be broadcast (axis %d: %" PRId64 " vs %" PRId64 ")",
@@ -236,8 +255,9 @@ ingot_status ig__in_ints(ig_infer *cx, int i, int64_t *out, int64_t max, int64_t
         if (!ig__dtype_is_int(v->c.dtype) && v->c.dtype != INGOT_DTYPE_BOOL)
             return ig__unsupported(cx, "input '%s' must be an integer tensor, not %s", v->name,
                                    ingot_dtype_name(v->c.dtype));
-        if (n > max) return ig__unsupported(cx, "input '%s' has %" PRId64 " values; at most %" PRId64 " supported",
-                                            v->name, n, max);
+        if (n > max)
+            return ig__unsupported(cx, "input '%s' has %" PRId64 " values; at most %" PRId64 " supported", v->name, n,
+                                   max);
         for (int64_t k = 0; k < n; k++) out[k] = ig__elem_i64(v->c.dtype, v->c.data, k);
         *count = n;
         return INGOT_OK;
@@ -248,8 +268,10 @@ ingot_status ig__in_ints(ig_infer *cx, int i, int64_t *out, int64_t max, int64_t
         *count = v->n_sym;
         return INGOT_OK;
     }
-    return ig__unsupported(cx, "input '%s' must be known when the engine is built (a constant, an initializer, or "
-                           "computed from shapes), but it depends on run-time data", v->name);
+    return ig__unsupported(cx,
+                           "input '%s' must be known when the engine is built (a constant, an initializer, or "
+                           "computed from shapes), but it depends on run-time data",
+                           v->name);
 }
 
 bool ig__in_dims(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count)

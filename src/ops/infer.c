@@ -34,8 +34,7 @@ static ingot_status resolve_op(ig_graph *g, ig_node *n, ig_err *err)
     }
     if (!d->infer)
         return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP,
-                        "node '%s' (%s): op is listed but has no shape inference yet", ig__node_label(n),
-                        n->op_type);
+                        "node '%s' (%s): op is listed but has no shape inference yet", ig__node_label(n), n->op_type);
     /* arity: trailing omitted inputs/outputs do not count */
     int32_t nin = n->n_inputs, nout = n->n_outputs;
     while (nin > 0 && n->inputs[nin - 1] < 0) nin--;
@@ -46,8 +45,8 @@ static ingot_status resolve_op(ig_graph *g, ig_node *n, ig_err *err)
                         d->max_in < 0 ? d->min_in : d->max_in);
     if (nout < d->min_out || (d->max_out >= 0 && nout > d->max_out))
         return ig__errf(err, INGOT_ERR_MODEL_INVALID, "node '%s' (%s): has %d outputs, expected %d%s%d",
-                        ig__node_label(n), n->op_type, (int)nout, d->min_out,
-                        d->max_out < 0 ? " or more" : " to ", d->max_out < 0 ? d->min_out : d->max_out);
+                        ig__node_label(n), n->op_type, (int)nout, d->min_out, d->max_out < 0 ? " or more" : " to ",
+                        d->max_out < 0 ? d->min_out : d->max_out);
     for (int32_t i = 0; i < d->min_in && i < n->n_inputs; i++)
         if (n->inputs[i] < 0)
             return ig__errf(err, INGOT_ERR_MODEL_INVALID, "node '%s' (%s): required input %d is empty",
@@ -100,8 +99,8 @@ static ingot_status reconcile_declared(ig_graph *g, ig_node *n, ig_value *v, ig_
         if (ig__dim_known(di) && ig__dim_known(dd) && di.n != dd.n) {
             char a[256], b[256];
             return ig__errf(err, INGOT_ERR_MODEL_SHAPE,
-                            "node '%s' (%s): output '%s' is declared %s but inferred %s (axis %d)",
-                            ig__node_label(n), n->op_type, v->name, ig__shape_str(g, ds, a, sizeof a),
+                            "node '%s' (%s): output '%s' is declared %s but inferred %s (axis %d)", ig__node_label(n),
+                            n->op_type, v->name, ig__shape_str(g, ds, a, sizeof a),
                             ig__shape_str(g, &v->shape, b, sizeof b), (int)k);
         }
         if (!ig__dim_known(di) && ig__dim_known(dd) && !strncmp(g->syms[di.sym], "unk__", 5)) v->shape.d[k] = dd;
@@ -120,8 +119,8 @@ static void tensor_from_value(const ig_value *v, ig_tensor *t)
 
 /* Fold node n: every input constant, every output concrete and small. Returns INGOT_OK without folding
  * when the conditions do not hold. */
-static ingot_status try_fold(ig_graph *g, ig_node *n, const ig_op_def *d, const ig_infer_options *opt,
-                             ig_arena *fa, ig_err *err)
+static ingot_status try_fold(ig_graph *g, ig_node *n, const ig_op_def *d, const ig_infer_options *opt, ig_arena *fa,
+                             ig_err *err)
 {
     if (!d->cpu || (d->flags & IG_OP_NOFOLD)) return INGOT_OK;
     for (int32_t i = 0; i < n->n_inputs; i++) {
@@ -166,17 +165,27 @@ static ingot_status try_fold(ig_graph *g, ig_node *n, const ig_op_def *d, const 
         const ig_value *v = &g->values[n->outputs[i]];
         tensor_from_value(v, &tout[i]);
         tout[i].data = fold_alloc(fa, ig__value_bytes(v));
-        if (!tout[i].data) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory folding node '%s'", ig__node_label(n));
+        if (!tout[i].data)
+            return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory folding node '%s'", ig__node_label(n));
         pout[i] = &tout[i];
     }
     void *scratch = NULL;
     size_t scratch_bytes = d->cpu_scratch ? d->cpu_scratch(g, n) : 0;
     if (scratch_bytes) {
         scratch = fold_alloc(fa, scratch_bytes);
-        if (!scratch) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory folding node '%s'", ig__node_label(n));
+        if (!scratch)
+            return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory folding node '%s'", ig__node_label(n));
     }
-    ig_exec ex = {.g = g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = pin, .out = pout,
-                  .scratch = scratch, .scratch_bytes = scratch_bytes, .pool = NULL, .err = err};
+    ig_exec ex = {.g = g,
+                  .node = n,
+                  .n_in = n->n_inputs,
+                  .n_out = n->n_outputs,
+                  .in = pin,
+                  .out = pout,
+                  .scratch = scratch,
+                  .scratch_bytes = scratch_bytes,
+                  .pool = NULL,
+                  .err = err};
     ingot_status st = d->cpu(&ex);
     if (st != INGOT_OK) {
         if (err && err->status == INGOT_OK)
@@ -250,8 +259,10 @@ static void mark_shape_inputs(ig_graph *g)
     }
     for (int32_t i = 0; i < g->n_inputs; i++) {
         ig_value *v = &g->values[g->inputs[i]];
-        if (need[g->inputs[i]]) v->flags |= IG_VAL_SHAPE_INPUT;
-        else v->flags &= ~(uint32_t)IG_VAL_SHAPE_INPUT;
+        if (need[g->inputs[i]])
+            v->flags |= IG_VAL_SHAPE_INPUT;
+        else
+            v->flags &= ~(uint32_t)IG_VAL_SHAPE_INPUT;
     }
     ig__free(need);
 }
@@ -305,8 +316,8 @@ ingot_status ig__graph_infer(ig_graph *g, const ig_infer_options *opt, ig_arena 
         if (all_const) { /* Constant, or an op that folded itself: keep its data aligned for the kernels */
             n->folded = true;
             if ((st = align_consts(g, n, fold_arena, err)) != INGOT_OK) return st;
-        }
-        else if ((st = try_fold(g, n, d, opt, fold_arena, err)) != INGOT_OK) return st;
+        } else if ((st = try_fold(g, n, d, opt, fold_arena, err)) != INGOT_OK)
+            return st;
         for (int32_t j = 0; j < n->n_outputs; j++)
             if (n->outputs[j] >= 0 && (st = attach_const_sym(&g->values[n->outputs[j]], fold_arena, err)) != INGOT_OK)
                 return st;

@@ -201,8 +201,10 @@ static ingot_status gemm_infer(ig_infer *cx)
         bn = ig__dim_fresh(cx);
     }
     if (ig__dim_known(ak) && ig__dim_known(bk) && ak.n != bk.n)
-        return ig__fail_shape(cx, "inner dims differ: A '%s' has K = %" PRId64 " (transA=%" PRId64 "), B '%s' has K = %"
-                              PRId64 " (transB=%" PRId64 ")", a->name, ak.n, ta, b->name, bk.n, tb);
+        return ig__fail_shape(cx,
+                              "inner dims differ: A '%s' has K = %" PRId64 " (transA=%" PRId64
+                              "), B '%s' has K = %" PRId64 " (transB=%" PRId64 ")",
+                              a->name, ak.n, ta, b->name, bk.n, tb);
     ig_shape os = {.rank = 2, .d = {am, bn}};
     if (c && c->shape.rank >= 0 && cx->node->opset < 7 && ig__attr_int(cx->node, "broadcast", 0) == 0) {
         /* before opset 7, C broadcasts only with broadcast=1 */
@@ -210,8 +212,8 @@ static ingot_status gemm_infer(ig_infer *cx)
         for (int32_t i = 0; same && i < 2; i++)
             if (ig__dim_known(c->shape.d[i]) && ig__dim_known(os.d[i]) && c->shape.d[i].n != os.d[i].n) same = false;
         if (!same)
-            return ig__fail_shape(cx, "input C '%s' must be [M, N] when attribute 'broadcast' is 0 (opset %d)",
-                                  c->name, (int)cx->node->opset);
+            return ig__fail_shape(cx, "input C '%s' must be [M, N] when attribute 'broadcast' is 0 (opset %d)", c->name,
+                                  (int)cx->node->opset);
     }
     if (c && c->shape.rank >= 0) {
         if (c->shape.rank > 2)
@@ -315,7 +317,8 @@ static ingot_status gemm_cpu(ig_exec *ex)
         return exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "A and B must be 2-D", at->rank, bt->rank);
     gemm_dims d;
     if (!gemm_dims_of(ex->node, at->dims, bt->dims, &d))
-        return exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "inner dims of A and B differ", d.k, d.tb ? bt->dims[1] : bt->dims[0]);
+        return exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "inner dims of A and B differ", d.k,
+                         d.tb ? bt->dims[1] : bt->dims[0]);
     if (yt->numel == 0) return INGOT_OK;
     int64_t crs = 0, ccs = 0;
     if (ct) {
@@ -324,9 +327,23 @@ static ingot_status gemm_cpu(ig_exec *ex)
     }
     ingot_dtype t = at->dtype;
     if (t != INGOT_DTYPE_FLOAT && !is_lowp(t)) {
-        slow_mm s = {.t = t, .m = d.m, .n = d.n, .k = d.k, .a = at->data, .b = bt->data, .c = yt->data, .ldc = d.n,
-                     .ars = d.ta ? 1 : d.k, .acs = d.ta ? d.m : 1, .brs = d.tb ? 1 : d.n, .bcs = d.tb ? d.k : 1,
-                     .alpha = d.alpha, .beta = d.beta, .cin = ct ? ct->data : NULL, .cirs = crs, .cics = ccs};
+        slow_mm s = {.t = t,
+                     .m = d.m,
+                     .n = d.n,
+                     .k = d.k,
+                     .a = at->data,
+                     .b = bt->data,
+                     .c = yt->data,
+                     .ldc = d.n,
+                     .ars = d.ta ? 1 : d.k,
+                     .acs = d.ta ? d.m : 1,
+                     .brs = d.tb ? 1 : d.n,
+                     .bcs = d.tb ? d.k : 1,
+                     .alpha = d.alpha,
+                     .beta = d.beta,
+                     .cin = ct ? ct->data : NULL,
+                     .cirs = crs,
+                     .cics = ccs};
         slow_matmul(&s);
         return INGOT_OK;
     }
@@ -392,8 +409,9 @@ static ingot_status matmul_infer(ig_infer *cx)
                               (int)ra, b->name, (int)rb);
     ig_dim ak = a->shape.d[ra - 1], bk = b->shape.d[rb == 1 ? 0 : rb - 2];
     if (ig__dim_known(ak) && ig__dim_known(bk) && ak.n != bk.n)
-        return ig__fail_shape(cx, "inner dims differ: '%s' has K = %" PRId64 " (its last dim), '%s' has K = %" PRId64
-                              " (its %s dim)", a->name, ak.n, b->name, bk.n, rb == 1 ? "only" : "second-to-last");
+        return ig__fail_shape(
+            cx, "inner dims differ: '%s' has K = %" PRId64 " (its last dim), '%s' has K = %" PRId64 " (its %s dim)",
+            a->name, ak.n, b->name, bk.n, rb == 1 ? "only" : "second-to-last");
     ig_shape ba = {.rank = ra > 2 ? ra - 2 : 0}, bb = {.rank = rb > 2 ? rb - 2 : 0}, batch;
     for (int32_t i = 0; i < ba.rank; i++) ba.d[i] = a->shape.d[i];
     for (int32_t i = 0; i < bb.rank; i++) bb.d[i] = b->shape.d[i];
@@ -407,11 +425,11 @@ static ingot_status matmul_infer(ig_infer *cx)
 /* MatMul as a batch of GEMMs: out batch dims, and per-batch element offsets of A and B. */
 typedef struct mm_plan {
     int64_t m, n, k;
-    int32_t nb;                    /* output batch rank */
-    int64_t bdims[IG_MAX_RANK];    /* output batch dims */
+    int32_t nb;                                   /* output batch rank */
+    int64_t bdims[IG_MAX_RANK];                   /* output batch dims */
     int64_t astr[IG_MAX_RANK], bstr[IG_MAX_RANK]; /* per batch dim, in elements (0: broadcast) */
     int64_t nbatch;
-    bool fold;                     /* B has no batch and A's batch is contiguous: one GEMM of nbatch*m rows */
+    bool fold; /* B has no batch and A's batch is contiguous: one GEMM of nbatch*m rows */
 } mm_plan;
 
 static bool mm_plan_of(int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd, mm_plan *p)
@@ -462,8 +480,8 @@ static void mm_offsets(const mm_plan *p, int64_t bi, int64_t *ao, int64_t *bo)
 typedef struct mm_bufs {
     float *a, *b, *y;
     char *ws;
-    size_t ws_bytes;  /* per slice */
-    int64_t slots;    /* workspace slices (batched GEMMs side by side) */
+    size_t ws_bytes; /* per slice */
+    int64_t slots;   /* workspace slices (batched GEMMs side by side) */
 } mm_bufs;
 
 static void mm_layout(const mm_plan *p, ingot_dtype t, int64_t an, int64_t bn, int64_t yn, carver *cv, mm_bufs *bf)
@@ -553,9 +571,22 @@ static ingot_status matmul_cpu(ig_exec *ex)
         for (int64_t bi = 0; bi < p.nbatch; bi++) {
             int64_t ao, bo;
             mm_offsets(&p, bi, &ao, &bo);
-            slow_mm s = {.t = t, .m = p.m, .n = p.n, .k = p.k, .a = at->data, .b = bt->data, .c = yt->data,
-                         .a_off = ao, .b_off = bo, .c_off = bi * p.m * p.n, .ldc = p.n, .ars = p.k, .acs = 1,
-                         .brs = p.n, .bcs = 1, .alpha = 1.0};
+            slow_mm s = {.t = t,
+                         .m = p.m,
+                         .n = p.n,
+                         .k = p.k,
+                         .a = at->data,
+                         .b = bt->data,
+                         .c = yt->data,
+                         .a_off = ao,
+                         .b_off = bo,
+                         .c_off = bi * p.m * p.n,
+                         .ldc = p.n,
+                         .ars = p.k,
+                         .acs = 1,
+                         .brs = p.n,
+                         .bcs = 1,
+                         .alpha = 1.0};
             slow_matmul(&s);
         }
         return INGOT_OK;
@@ -613,10 +644,26 @@ static double matmul_flops(const ig_graph *g, const ig_node *n)
 /* ---- descriptors -------------------------------------------------------------------------------- */
 
 const ig_op_def ig__op_gemm = {
-    .name = "Gemm", .since = 1, .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
-    .infer = gemm_infer, .cpu = gemm_cpu, .cpu_scratch = gemm_scratch, .flops = gemm_flops,
+    .name = "Gemm",
+    .since = 1,
+    .min_in = 2,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = gemm_infer,
+    .cpu = gemm_cpu,
+    .cpu_scratch = gemm_scratch,
+    .flops = gemm_flops,
 };
 const ig_op_def ig__op_matmul = {
-    .name = "MatMul", .since = 1, .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
-    .infer = matmul_infer, .cpu = matmul_cpu, .cpu_scratch = matmul_scratch, .flops = matmul_flops,
+    .name = "MatMul",
+    .since = 1,
+    .min_in = 2,
+    .max_in = 2,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = matmul_infer,
+    .cpu = matmul_cpu,
+    .cpu_scratch = matmul_scratch,
+    .flops = matmul_flops,
 };

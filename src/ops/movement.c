@@ -19,7 +19,6 @@
 
 #define CS_MAX_RANK (2 * IG_MAX_RANK)
 
-
 typedef struct cs_job {
     size_t es;
     int32_t rank; /* after merging; the last axis is the "row" */
@@ -1209,7 +1208,8 @@ static ingot_status pad_infer(ig_infer *cx)
         ig_dim d = x->shape.d[a];
         int64_t add, len;
         if (!ig__add_i64(pa.begin[a], pa.end[a], &add) || !ig__add_i64(d.n, add, &len))
-            return ig__fail_shape(cx, "pads %" PRId64 ",%" PRId64 " on axis %d overflow", pa.begin[a], pa.end[a], (int)a);
+            return ig__fail_shape(cx, "pads %" PRId64 ",%" PRId64 " on axis %d overflow", pa.begin[a], pa.end[a],
+                                  (int)a);
         if (ig__dim_known(d)) {
             if (len < 0)
                 return ig__fail_shape(cx, "pads %" PRId64 ",%" PRId64 " crop more than axis %d's %" PRId64 " elements",

@@ -30,9 +30,12 @@ static inline float ld_f32(ingot_dtype t, const void *p, int64_t i)
 
 static inline void st_f32(ingot_dtype t, void *p, int64_t i, float v)
 {
-    if (t == INGOT_DTYPE_FLOAT) ((float *)p)[i] = v;
-    else if (t == INGOT_DTYPE_FLOAT16) ((uint16_t *)p)[i] = ig__f32_to_f16(v);
-    else ((uint16_t *)p)[i] = ig__f32_to_bf16(v);
+    if (t == INGOT_DTYPE_FLOAT)
+        ((float *)p)[i] = v;
+    else if (t == INGOT_DTYPE_FLOAT16)
+        ((uint16_t *)p)[i] = ig__f32_to_f16(v);
+    else
+        ((uint16_t *)p)[i] = ig__f32_to_bf16(v);
 }
 
 static inline double ld_f64(ingot_dtype t, const void *p, int64_t i)
@@ -72,10 +75,10 @@ typedef struct layernorm_args {
     const void *x;
     void *y;
     ingot_dtype dt;
-    int64_t n;                 /* row length (product of the normalised dims) */
-    const void *scale, *bias;  /* R arrays of n elements (expanded from the broadcast inputs); bias may be NULL */
+    int64_t n;                /* row length (product of the normalised dims) */
+    const void *scale, *bias; /* R arrays of n elements (expanded from the broadcast inputs); bias may be NULL */
     double eps;
-    void *mean, *inv_std;      /* optional outputs, one element per row */
+    void *mean, *inv_std; /* optional outputs, one element per row */
     ingot_dtype stat_dt;
 } layernorm_args;
 
@@ -83,8 +86,8 @@ typedef struct instnorm_args {
     const void *x;
     void *y;
     ingot_dtype dt;
-    int64_t n, channels;       /* row length (spatial size), C */
-    const void *scale, *bias;  /* R arrays of C elements */
+    int64_t n, channels;      /* row length (spatial size), C */
+    const void *scale, *bias; /* R arrays of C elements */
     double eps;
 } instnorm_args;
 
@@ -92,8 +95,8 @@ typedef struct batchnorm_args {
     const void *x;
     void *y;
     ingot_dtype dt;
-    int64_t n, channels;       /* row length (spatial size), C */
-    bool per_activation;       /* spatial=0 (opset < 9): parameters are [C, D1, ...], one per row element */
+    int64_t n, channels;          /* row length (spatial size), C */
+    bool per_activation;          /* spatial=0 (opset < 9): parameters are [C, D1, ...], one per row element */
     const void *mean, *mul, *add; /* R arrays: y = (x - mean) * mul + add */
 } batchnorm_args;
 
@@ -105,7 +108,7 @@ typedef struct batchnorm_args {
 #define NORM_INLINE inline
 #endif
 
-#define NORM_R float
+#define NORM_R   float
 #define NORM_SFX f32
 #define NORM_EXP expf
 #include "norm.c"
@@ -113,7 +116,7 @@ typedef struct batchnorm_args {
 #undef NORM_SFX
 #undef NORM_EXP
 
-#define NORM_R double
+#define NORM_R   double
 #define NORM_SFX f64
 #define NORM_EXP exp
 #include "norm.c"
@@ -164,8 +167,10 @@ static void expand_real(void *dst, bool dbl, const ig_tensor *t, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         double v = ig__elem_f64(t->dtype, t->data, i);
-        if (dbl) ((double *)dst)[i] = v;
-        else ((float *)dst)[i] = (float)v;
+        if (dbl)
+            ((double *)dst)[i] = v;
+        else
+            ((float *)dst)[i] = (float)v;
     }
 }
 
@@ -223,13 +228,27 @@ static ingot_status softmax_cpu(ig_exec *ex)
 static double softmax_flops(const ig_graph *g, const ig_node *n) { return 5.0 * value_numel(graph_in(g, n, 0)); }
 
 const ig_op_def ig__op_softmax = {
-    .name = "Softmax", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = softmax_infer, .cpu = softmax_cpu, .flops = softmax_flops,
+    .name = "Softmax",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = softmax_infer,
+    .cpu = softmax_cpu,
+    .flops = softmax_flops,
 };
 
 const ig_op_def ig__op_log_softmax = {
-    .name = "LogSoftmax", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = softmax_infer, .cpu = softmax_cpu, .flops = softmax_flops,
+    .name = "LogSoftmax",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = softmax_infer,
+    .cpu = softmax_cpu,
+    .flops = softmax_flops,
 };
 
 /* ---- LayerNormalization ---- */
@@ -265,15 +284,15 @@ static ingot_status layernorm_infer(ig_infer *cx)
             bool ok = p->shape.rank <= r - a;
             for (int32_t k = 0; ok && k < p->shape.rank; k++) {
                 ig_dim pd = p->shape.d[k], xd = x->shape.d[r - p->shape.rank + k];
-                if (ig__dim_known(pd) && pd.n != 1 && !ig__dim_eq(pd, xd) &&
-                    !(!ig__dim_known(xd) && ig__dim_known(pd)))
+                if (ig__dim_known(pd) && pd.n != 1 && !ig__dim_eq(pd, xd) && !(!ig__dim_known(xd) && ig__dim_known(pd)))
                     ok = false;
             }
             if (!ok) {
                 char s1[256], s2[256];
-                return ig__fail_shape(cx, "input %d '%s' has shape %s, which does not broadcast to the normalised "
-                                      "dims of X %s from axis %d", i, p->name,
-                                      ig__shape_str(cx->g, &p->shape, s1, sizeof s1),
+                return ig__fail_shape(cx,
+                                      "input %d '%s' has shape %s, which does not broadcast to the normalised "
+                                      "dims of X %s from axis %d",
+                                      i, p->name, ig__shape_str(cx->g, &p->shape, s1, sizeof s1),
                                       ig__shape_str(cx->g, &x->shape, s2, sizeof s2), (int)a);
             }
         }
@@ -316,8 +335,10 @@ static void expand_broadcast(void *dst, bool dbl, const ig_tensor *p, const int6
     int64_t off = 0;
     for (int64_t i = 0; i < len; i++) {
         double v = ig__elem_f64(p->dtype, p->data, off);
-        if (dbl) ((double *)dst)[i] = v;
-        else ((float *)dst)[i] = (float)v;
+        if (dbl)
+            ((double *)dst)[i] = v;
+        else
+            ((float *)dst)[i] = (float)v;
         for (int32_t k = sub.rank - 1; k >= 0; k--) { /* odometer */
             off += strides[k];
             if (++idx[k] < sub.dims[k]) break;
@@ -345,10 +366,18 @@ static ingot_status layernorm_cpu(ig_exec *ex)
     if (bias) expand_broadcast(buf + (size_t)len * es, dbl, bias, x->dims, a, x->rank, len);
     ig_tensor *mean = ex->n_out > 1 ? ex->out[1] : NULL, *inv = ex->n_out > 2 ? ex->out[2] : NULL;
     layernorm_args la = {
-        .x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .n = len, .scale = buf,
-        .bias = bias ? buf + (size_t)len * es : NULL, .eps = ig__attr_float(ex->node, "epsilon", 1e-5f),
-        .mean = mean ? mean->data : NULL, .inv_std = inv ? inv->data : NULL,
-        .stat_dt = mean ? mean->dtype : inv ? inv->dtype : INGOT_DTYPE_FLOAT,
+        .x = x->data,
+        .y = ex->out[0]->data,
+        .dt = x->dtype,
+        .n = len,
+        .scale = buf,
+        .bias = bias ? buf + (size_t)len * es : NULL,
+        .eps = ig__attr_float(ex->node, "epsilon", 1e-5f),
+        .mean = mean ? mean->data : NULL,
+        .inv_std = inv ? inv->data : NULL,
+        .stat_dt = mean  ? mean->dtype
+                   : inv ? inv->dtype
+                         : INGOT_DTYPE_FLOAT,
     };
     ig__parallel_for(ex->pool, rows, row_grain(len), dbl ? layernorm_rows_f64 : layernorm_rows_f32, &la);
     return INGOT_OK;
@@ -359,8 +388,16 @@ static ingot_status layernorm_cpu(ig_exec *ex)
 static double norm8_flops(const ig_graph *g, const ig_node *n) { return 8.0 * value_numel(graph_in(g, n, 0)); }
 
 const ig_op_def ig__op_layer_normalization = {
-    .name = "LayerNormalization", .since = 17, .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 3,
-    .infer = layernorm_infer, .cpu = layernorm_cpu, .cpu_scratch = layernorm_scratch, .flops = norm8_flops,
+    .name = "LayerNormalization",
+    .since = 17,
+    .min_in = 2,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 3,
+    .infer = layernorm_infer,
+    .cpu = layernorm_cpu,
+    .cpu_scratch = layernorm_scratch,
+    .flops = norm8_flops,
 };
 
 /* ---- InstanceNormalization ---- */
@@ -406,24 +443,38 @@ static ingot_status instnorm_cpu(ig_exec *ex)
     bool dbl = is_f64(x->dtype);
     size_t es = dbl ? sizeof(double) : sizeof(float);
     if (ex->in[1]->numel != c || ex->in[2]->numel != c)
-        return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): scale and B must have C = %" PRId64
-                        " elements", ig__node_label(ex->node), ex->node->op_type, c);
+        return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE,
+                        "node '%s' (%s): scale and B must have C = %" PRId64 " elements", ig__node_label(ex->node),
+                        ex->node->op_type, c);
     if (ex->scratch_bytes < 2 * (size_t)c * es)
         return ig__errf(ex->err, INGOT_ERR_INTERNAL, "node '%s' (%s): scratch too small", ig__node_label(ex->node),
                         ex->node->op_type);
     unsigned char *buf = ex->scratch;
     expand_real(buf, dbl, ex->in[1], c);
     expand_real(buf + (size_t)c * es, dbl, ex->in[2], c);
-    instnorm_args ia = {.x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .n = len, .channels = c,
-                        .scale = buf, .bias = buf + (size_t)c * es,
+    instnorm_args ia = {.x = x->data,
+                        .y = ex->out[0]->data,
+                        .dt = x->dtype,
+                        .n = len,
+                        .channels = c,
+                        .scale = buf,
+                        .bias = buf + (size_t)c * es,
                         .eps = ig__attr_float(ex->node, "epsilon", 1e-5f)};
     ig__parallel_for(ex->pool, rows, row_grain(len), dbl ? instnorm_rows_f64 : instnorm_rows_f32, &ia);
     return INGOT_OK;
 }
 
 const ig_op_def ig__op_instance_normalization = {
-    .name = "InstanceNormalization", .since = 1, .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
-    .infer = instnorm_infer, .cpu = instnorm_cpu, .cpu_scratch = instnorm_scratch, .flops = norm8_flops,
+    .name = "InstanceNormalization",
+    .since = 1,
+    .min_in = 3,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = instnorm_infer,
+    .cpu = instnorm_cpu,
+    .cpu_scratch = instnorm_scratch,
+    .flops = norm8_flops,
 };
 
 /* ---- LRN: local response normalisation across channels (AlexNet, Inception v1, ZFNet) ---- */
@@ -468,8 +519,10 @@ static void lrn_cols(void *arg, int64_t b, int64_t e)
             int64_t i = base + c * a->spatial;
             double xv = a->dt == INGOT_DTYPE_DOUBLE ? ld_f64(a->dt, a->x, i) : ld_f32(a->dt, a->x, i);
             double y = xv / pow(a->bias + a->alpha_over_size * sq, a->beta);
-            if (a->dt == INGOT_DTYPE_DOUBLE) st_f64(a->dt, a->y, i, y);
-            else st_f32(a->dt, a->y, i, (float)y);
+            if (a->dt == INGOT_DTYPE_DOUBLE)
+                st_f64(a->dt, a->y, i, y);
+            else
+                st_f32(a->dt, a->y, i, (float)y);
         }
     }
 }
@@ -478,10 +531,16 @@ static ingot_status lrn_cpu(ig_exec *ex)
 {
     const ig_tensor *x = ex->in[0];
     int64_t size = ig__attr_int(ex->node, "size", 1);
-    lrn_args a = {.x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .channels = x->dims[1],
-                  .spatial = prod(x->dims, 2, x->rank), .lo = (size - 1) / 2, .hi = size / 2,
+    lrn_args a = {.x = x->data,
+                  .y = ex->out[0]->data,
+                  .dt = x->dtype,
+                  .channels = x->dims[1],
+                  .spatial = prod(x->dims, 2, x->rank),
+                  .lo = (size - 1) / 2,
+                  .hi = size / 2,
                   .alpha_over_size = ig__attr_float(ex->node, "alpha", 1e-4f) / (double)size,
-                  .beta = ig__attr_float(ex->node, "beta", 0.75f), .bias = ig__attr_float(ex->node, "bias", 1.0f)};
+                  .beta = ig__attr_float(ex->node, "beta", 0.75f),
+                  .bias = ig__attr_float(ex->node, "bias", 1.0f)};
     int64_t cols = x->dims[0] * a.spatial;
     ig__parallel_for(ex->pool, cols, 64, lrn_cols, &a);
     return INGOT_OK;
@@ -494,8 +553,15 @@ static double lrn_flops(const ig_graph *g, const ig_node *n)
 }
 
 const ig_op_def ig__op_lrn = {
-    .name = "LRN", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = lrn_infer, .cpu = lrn_cpu, .flops = lrn_flops,
+    .name = "LRN",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = lrn_infer,
+    .cpu = lrn_cpu,
+    .flops = lrn_flops,
 };
 
 /* ---- BatchNormalization (inference only) ---- */
@@ -509,17 +575,18 @@ static ingot_status batchnorm_infer(ig_infer *cx)
     for (int i = 0; i < 5; i++)
         if ((st = ig__check_dtype(cx, i, IG_TS_FLOAT)) != INGOT_OK) return st;
     if (cx->node->opset >= 14 && ig__attr_int(cx->node, "training_mode", 0) != 0)
-        return ig__unsupported(cx, "attribute 'training_mode' = %" PRId64 " (training) is not supported; ingot runs "
+        return ig__unsupported(cx,
+                               "attribute 'training_mode' = %" PRId64 " (training) is not supported; ingot runs "
                                "BatchNormalization in inference mode only (export the model in eval mode)",
                                ig__attr_int(cx->node, "training_mode", 0));
     for (int i = 1; i < cx->node->n_outputs; i++)
         if (ig__out(cx, i))
-            return ig__unsupported(cx, "output %d '%s' (running or saved statistics) is only produced in training "
+            return ig__unsupported(cx,
+                                   "output %d '%s' (running or saved statistics) is only produced in training "
                                    "mode, which ingot does not support; only output 0 (Y) may be used",
                                    i, ig__out(cx, i)->name);
     const ig_value *x = ig__in(cx, 0);
-    if (x->shape.rank == 0)
-        return ig__fail_shape(cx, "input '%s' is a scalar; expected [N, C, ...]", x->name);
+    if (x->shape.rank == 0) return ig__fail_shape(cx, "input '%s' is a scalar; expected [N, C, ...]", x->name);
     if (x->shape.rank > 0) {
         ig_shape p = {.rank = 1, .d = {x->shape.rank >= 2 ? x->shape.d[1] : ig__dim_const(1)}};
         if (bn_per_activation(cx->node)) { /* [C, D1, ..., Dn] */
@@ -547,9 +614,9 @@ static ingot_status batchnorm_cpu(ig_exec *ex)
     int64_t np = per_act ? c * len : c;
     for (int i = 1; i < 5; i++)
         if (ex->in[i]->numel != np)
-            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): input %d has %" PRId64
-                            " elements, expected %" PRId64, ig__node_label(ex->node), ex->node->op_type, i,
-                            ex->in[i]->numel, np);
+            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE,
+                            "node '%s' (%s): input %d has %" PRId64 " elements, expected %" PRId64,
+                            ig__node_label(ex->node), ex->node->op_type, i, ex->in[i]->numel, np);
     bool dbl = is_f64(x->dtype);
     size_t es = dbl ? sizeof(double) : sizeof(float);
     if (ex->scratch_bytes < 3 * (size_t)np * es)
@@ -569,8 +636,15 @@ static ingot_status batchnorm_cpu(ig_exec *ex)
             ((float *)mean)[k] = (float)m, ((float *)mul)[k] = (float)f, ((float *)add)[k] = (float)b;
         }
     }
-    batchnorm_args ba = {.x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .n = len, .channels = c,
-                         .per_activation = per_act, .mean = mean, .mul = mul, .add = add};
+    batchnorm_args ba = {.x = x->data,
+                         .y = ex->out[0]->data,
+                         .dt = x->dtype,
+                         .n = len,
+                         .channels = c,
+                         .per_activation = per_act,
+                         .mean = mean,
+                         .mul = mul,
+                         .add = add};
     ig__parallel_for(ex->pool, rows, row_grain(len), dbl ? batchnorm_rows_f64 : batchnorm_rows_f32, &ba);
     return INGOT_OK;
 }
@@ -579,34 +653,42 @@ static ingot_status batchnorm_cpu(ig_exec *ex)
 static double batchnorm_flops(const ig_graph *g, const ig_node *n) { return 2.0 * value_numel(graph_in(g, n, 0)); }
 
 const ig_op_def ig__op_batch_normalization = {
-    .name = "BatchNormalization", .since = 1, .min_in = 5, .max_in = 5, .min_out = 1, .max_out = 5,
+    .name = "BatchNormalization",
+    .since = 1,
+    .min_in = 5,
+    .max_in = 5,
+    .min_out = 1,
+    .max_out = 5,
     .flags = IG_OP_INPLACE,
-    .infer = batchnorm_infer, .cpu = batchnorm_cpu, .cpu_scratch = batchnorm_scratch, .flops = batchnorm_flops,
+    .infer = batchnorm_infer,
+    .cpu = batchnorm_cpu,
+    .cpu_scratch = batchnorm_scratch,
+    .flops = batchnorm_flops,
 };
 
 #else /* NORM_R: the kernels, instantiated for R = float and R = double */
 
-#define R NORM_R
+#define R           NORM_R
 #define NCAT_(a, b) a##_##b
-#define NCAT(a, b) NCAT_(a, b)
-#define FN(name) NCAT(name, NORM_SFX)
-#define LD NCAT(ld, NORM_SFX)
-#define ST NCAT(st, NORM_SFX)
+#define NCAT(a, b)  NCAT_(a, b)
+#define FN(name)    NCAT(name, NORM_SFX)
+#define LD          NCAT(ld, NORM_SFX)
+#define ST          NCAT(st, NORM_SFX)
 
 /* The row functions take the storage dtype as a parameter and are always inlined: each range
  * function calls them once with the native dtype as a constant (the loads fold into plain array
  * accesses the compiler can vectorise) and once with the run-time dtype for the half types.
  * Every pass reads x[j] before it writes y[j], so y may alias x. */
-#define NATIVE_DT (sizeof(R) == sizeof(double) ? INGOT_DTYPE_DOUBLE : INGOT_DTYPE_FLOAT)
-#define DISPATCH(call_native, call_any) \
-    do {                                \
-        if (a->dt == NATIVE_DT) {       \
+#define NATIVE_DT   (sizeof(R) == sizeof(double) ? INGOT_DTYPE_DOUBLE : INGOT_DTYPE_FLOAT)
+#define DISPATCH(call_native, call_any)       \
+    do {                                      \
+        if (a->dt == NATIVE_DT) {             \
             const ingot_dtype dt = NATIVE_DT; \
-            call_native;                \
-        } else {                        \
-            const ingot_dtype dt = a->dt; \
-            call_any;                   \
-        }                               \
+            call_native;                      \
+        } else {                              \
+            const ingot_dtype dt = a->dt;     \
+            call_any;                         \
+        }                                     \
     } while (0)
 
 /* One softmax over the contiguous row [off, off + n). */
@@ -677,9 +759,12 @@ static void FN(softmax_strided)(void *arg, int64_t begin, int64_t end)
         for (int64_t j = 0; j < n; j++)
             for (int64_t k = 0; k < nb; k++) {
                 int64_t i = base + j * inner + k;
-                if (a->log) ST(dt, a->y, i, (LD(dt, a->x, i) - mx[k]) - fin[k]);
-                else if (store) ((R *)a->y)[i] *= fin[k];
-                else ST(dt, a->y, i, NORM_EXP(LD(dt, a->x, i) - mx[k]) * fin[k]);
+                if (a->log)
+                    ST(dt, a->y, i, (LD(dt, a->x, i) - mx[k]) - fin[k]);
+                else if (store)
+                    ((R *)a->y)[i] *= fin[k];
+                else
+                    ST(dt, a->y, i, NORM_EXP(LD(dt, a->x, i) - mx[k]) * fin[k]);
             }
     }
 }

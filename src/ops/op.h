@@ -53,7 +53,7 @@ typedef struct ig_exec {
     ig_tensor *const *out;      /* [n_out]; shape set and data allocated by the executor; NULL if omitted */
     void *scratch;              /* cpu_scratch() bytes, 64-byte aligned */
     size_t scratch_bytes;
-    struct ig_pool *pool;       /* worker threads for ig__parallel_for; NULL runs serially */
+    struct ig_pool *pool; /* worker threads for ig__parallel_for; NULL runs serially */
     ig_err *err;
 } ig_exec;
 
@@ -64,13 +64,13 @@ enum ig_op_flags {
 };
 
 typedef struct ig_op_def {
-    const char *name;       /* ONNX op_type */
-    const char *domain;     /* "" for ai.onnx */
-    int32_t since;          /* lowest opset version this descriptor implements */
-    int8_t min_in, max_in;  /* arity, counting omitted optional inputs; max -1 = variadic */
+    const char *name;      /* ONNX op_type */
+    const char *domain;    /* "" for ai.onnx */
+    int32_t since;         /* lowest opset version this descriptor implements */
+    int8_t min_in, max_in; /* arity, counting omitted optional inputs; max -1 = variadic */
     int8_t min_out, max_out;
-    uint32_t shape_inputs;  /* bit i: input i's *values* decide output shapes (Reshape's shape, ...) */
-    uint32_t flags;         /* ig_op_flags */
+    uint32_t shape_inputs; /* bit i: input i's *values* decide output shapes (Reshape's shape, ...) */
+    uint32_t flags;        /* ig_op_flags */
     ingot_status (*infer)(ig_infer *cx);
     ingot_status (*cpu)(ig_exec *ex);
     /* scratch bytes the CPU kernel needs for this node (shapes are concrete); NULL: none */
@@ -113,13 +113,14 @@ ingot_status ig__set_out(ig_infer *cx, int i, ingot_dtype t, const ig_shape *s);
 ingot_status ig__set_out_sym(ig_infer *cx, int i, const ig_dim *vals, int32_t n);
 /* Fail with a message prefixed "node 'NAME' (OpType): ". */
 ingot_status ig__fail(ig_infer *cx, ingot_status st, const char *fmt, ...) IG_PRINTF(3, 4);
-#define ig__fail_shape(cx, ...) ig__fail((cx), INGOT_ERR_MODEL_SHAPE, __VA_ARGS__)
+#define ig__fail_shape(cx, ...)  ig__fail((cx), INGOT_ERR_MODEL_SHAPE, __VA_ARGS__)
 #define ig__unsupported(cx, ...) ig__fail((cx), INGOT_ERR_MODEL_UNSUPPORTED_OP, __VA_ARGS__)
 /* Fail unless input i's dtype is one of the types in the mask (bit = 1u << dtype). */
 ingot_status ig__check_dtype(ig_infer *cx, int i, uint32_t mask);
-#define IG_T(t) (1u << INGOT_DTYPE_##t)
+#define IG_T(t)     (1u << INGOT_DTYPE_##t)
 #define IG_TS_FLOAT (IG_T(FLOAT) | IG_T(FLOAT16) | IG_T(BFLOAT16) | IG_T(DOUBLE))
-#define IG_TS_INT (IG_T(INT8) | IG_T(INT16) | IG_T(INT32) | IG_T(INT64) | IG_T(UINT8) | IG_T(UINT16) | IG_T(UINT32) | IG_T(UINT64))
+#define IG_TS_INT \
+    (IG_T(INT8) | IG_T(INT16) | IG_T(INT32) | IG_T(INT64) | IG_T(UINT8) | IG_T(UINT16) | IG_T(UINT32) | IG_T(UINT64))
 #define IG_TS_NUM (IG_TS_FLOAT | IG_TS_INT)
 #define IG_TS_ALL (IG_TS_NUM | IG_T(BOOL))
 

@@ -23,8 +23,10 @@ enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN };
 static int red_kind(const ig_node *n)
 {
     const char *t = n->op_type;
-    return !strcmp(t, "ReduceSum") ? RED_SUM : !strcmp(t, "ReduceMean") ? RED_MEAN
-         : !strcmp(t, "ReduceMax") ? RED_MAX : RED_MIN;
+    return !strcmp(t, "ReduceSum")    ? RED_SUM
+           : !strcmp(t, "ReduceMean") ? RED_MEAN
+           : !strcmp(t, "ReduceMax")  ? RED_MAX
+                                      : RED_MIN;
 }
 
 /* The opset from which axes are an input instead of an attribute. */
@@ -48,8 +50,8 @@ static double per_input_flops(const ig_graph *g, const ig_node *n)
 #define MAX_AXES 64
 
 typedef struct axes_spec {
-    bool known;      /* values known */
-    int64_t n;       /* count (when known, or when only the axes input's length is known) */
+    bool known; /* values known */
+    int64_t n;  /* count (when known, or when only the axes input's length is known) */
     bool n_known;
     int64_t v[MAX_AXES];
 } axes_spec;
@@ -64,8 +66,10 @@ static ingot_status infer_axes(ig_infer *cx, axes_spec *ax)
     const ig_value *in = ig__in(cx, 1);
     if (n->opset < axes_input_opset(n)) {
         if (in)
-            return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "axes as an input needs opset %d or later (the model "
-                            "imports opset %d); use the 'axes' attribute", axes_input_opset(n), (int)n->opset);
+            return ig__fail(cx, INGOT_ERR_MODEL_INVALID,
+                            "axes as an input needs opset %d or later (the model "
+                            "imports opset %d); use the 'axes' attribute",
+                            axes_input_opset(n), (int)n->opset);
         ax->known = ax->n_known = true;
         if (has_attr) {
             if (an > MAX_AXES) return ig__unsupported(cx, "attribute 'axes' has %" PRId64 " entries", an);
@@ -75,8 +79,10 @@ static ingot_status infer_axes(ig_infer *cx, axes_spec *ax)
         return INGOT_OK;
     }
     if (has_attr)
-        return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "attribute 'axes' is not valid in opset %d: since opset %d the "
-                        "axes are the second input", (int)n->opset, axes_input_opset(n));
+        return ig__fail(cx, INGOT_ERR_MODEL_INVALID,
+                        "attribute 'axes' is not valid in opset %d: since opset %d the "
+                        "axes are the second input",
+                        (int)n->opset, axes_input_opset(n));
     ax->n_known = true;
     if (!in) {
         ax->known = true;
@@ -85,9 +91,12 @@ static ingot_status infer_axes(ig_infer *cx, axes_spec *ax)
     if (in->dtype != INGOT_DTYPE_INT64)
         return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "input 1 '%s' (axes) has dtype %s; expected int64", in->name,
                         ingot_dtype_name(in->dtype));
-    if (in->shape.rank == 1 && ig__dim_known(in->shape.d[0])) ax->n = in->shape.d[0].n;
-    else if (in->shape.rank == 0) ax->n = 1;
-    else ax->n_known = false;
+    if (in->shape.rank == 1 && ig__dim_known(in->shape.d[0]))
+        ax->n = in->shape.d[0].n;
+    else if (in->shape.rank == 0)
+        ax->n = 1;
+    else
+        ax->n_known = false;
     if (ax->n_known && ax->n == 0) {
         ax->known = true;
         return INGOT_OK;
@@ -150,8 +159,10 @@ static ingot_status reduce_infer(ig_infer *cx)
     out.rank = 0;
     for (int32_t k = 0; k < r; k++) {
         bool red = ax.n == 0 || mask[k];
-        if (!red) out.d[out.rank++] = x->shape.d[k];
-        else if (keep) out.d[out.rank++] = ig__dim_const(1);
+        if (!red)
+            out.d[out.rank++] = x->shape.d[k];
+        else if (keep)
+            out.d[out.rank++] = ig__dim_const(1);
     }
     return ig__set_out(cx, 0, x->dtype, &out);
 }
@@ -175,7 +186,8 @@ static inline int64_t ld_int(ingot_dtype t, const void *p, int64_t i)
     case INGOT_DTYPE_INT16: return ((const int16_t *)p)[i];
     case INGOT_DTYPE_INT32: return ((const int32_t *)p)[i];
     case INGOT_DTYPE_INT64: return ((const int64_t *)p)[i];
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_BOOL: return ((const uint8_t *)p)[i];
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_BOOL: return ((const uint8_t *)p)[i];
     case INGOT_DTYPE_UINT16: return ((const uint16_t *)p)[i];
     case INGOT_DTYPE_UINT32: return ((const uint32_t *)p)[i];
     default: return (int64_t)((const uint64_t *)p)[i];
@@ -199,8 +211,8 @@ static int64_t wrap_int(ingot_dtype t, int64_t v)
 
 static bool is_unsigned(ingot_dtype t)
 {
-    return t == INGOT_DTYPE_UINT8 || t == INGOT_DTYPE_UINT16 || t == INGOT_DTYPE_UINT32 ||
-           t == INGOT_DTYPE_UINT64 || t == INGOT_DTYPE_BOOL;
+    return t == INGOT_DTYPE_UINT8 || t == INGOT_DTYPE_UINT16 || t == INGOT_DTYPE_UINT32 || t == INGOT_DTYPE_UINT64 ||
+           t == INGOT_DTYPE_BOOL;
 }
 
 /* Lowest and highest value of an integer type, as the int64 bit pattern ld_int returns. */
@@ -226,16 +238,16 @@ typedef struct reduce_args {
     void *y;
     ingot_dtype dt;
     int kind;
-    int cat;                       /* 0 float, 1 signed int, 2 unsigned int / bool */
-    int64_t count;                 /* elements reduced into each output */
-    int32_t n_keep, n_red;         /* merged groups */
+    int cat;               /* 0 float, 1 signed int, 2 unsigned int / bool */
+    int64_t count;         /* elements reduced into each output */
+    int32_t n_keep, n_red; /* merged groups */
     int64_t keep_size[IG_MAX_RANK], keep_stride[IG_MAX_RANK];
     int64_t red_size[IG_MAX_RANK], red_stride[IG_MAX_RANK]; /* the last one is the innermost run */
 } reduce_args;
 
 typedef struct acc {
     double f;
-    int64_t i;   /* signed: value; unsigned: bit pattern of the uint64 */
+    int64_t i; /* signed: value; unsigned: bit pattern of the uint64 */
 } acc;
 
 static void acc_init(const reduce_args *a, acc *c)
@@ -303,9 +315,12 @@ static void acc_store(const reduce_args *a, const acc *c, int64_t o)
     }
     int64_t v = wrap_int(a->dt, c->i);
     if (a->kind == RED_MEAN) {
-        if (a->count == 0) v = 0;
-        else if (a->cat == 2) v = (int64_t)((uint64_t)v / (uint64_t)a->count);
-        else v = v / a->count;
+        if (a->count == 0)
+            v = 0;
+        else if (a->cat == 2)
+            v = (int64_t)((uint64_t)v / (uint64_t)a->count);
+        else
+            v = v / a->count;
     }
     ig__elem_set_i64(a->dt, a->y, o, v);
 }
@@ -383,9 +398,9 @@ static ingot_status reduce_cpu(ig_exec *ex)
     for (int64_t i = 0; i < n_axes; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
         if (a < 0 || a >= x->rank)
-            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): axis %" PRId64
-                            " is out of range for rank %d", ig__node_label(ex->node), ex->node->op_type, axes[i],
-                            (int)x->rank);
+            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE,
+                            "node '%s' (%s): axis %" PRId64 " is out of range for rank %d", ig__node_label(ex->node),
+                            ex->node->op_type, axes[i], (int)x->rank);
         mask[a] = true;
     }
     reduce_args ra = {.x = x->data, .y = y->data, .dt = x->dtype, .kind = red_kind(ex->node), .count = 1};
@@ -401,8 +416,10 @@ static ingot_status reduce_cpu(ig_exec *ex)
         if (d != 1) {
             int32_t kind = mask[k] ? 1 : 0;
             if (kind == last) {
-                if (kind) rs[nr - 1] *= d;
-                else ks[nk - 1] *= d;
+                if (kind)
+                    rs[nr - 1] *= d;
+                else
+                    ks[nk - 1] *= d;
             } else if (kind) {
                 rs[nr] = d, rst[nr++] = stride;
             } else {
@@ -422,10 +439,18 @@ static ingot_status reduce_cpu(ig_exec *ex)
     return INGOT_OK;
 }
 
-#define REDUCE_DEF(cname, oname)                                                                            \
-    const ig_op_def ig__op_##cname = {                                                                      \
-        .name = oname, .since = 1, .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1, .shape_inputs = 1u << 1, \
-        .infer = reduce_infer, .cpu = reduce_cpu, .flops = per_input_flops,                                 \
+#define REDUCE_DEF(cname, oname)       \
+    const ig_op_def ig__op_##cname = { \
+        .name = oname,                 \
+        .since = 1,                    \
+        .min_in = 1,                   \
+        .max_in = 2,                   \
+        .min_out = 1,                  \
+        .max_out = 1,                  \
+        .shape_inputs = 1u << 1,       \
+        .infer = reduce_infer,         \
+        .cpu = reduce_cpu,             \
+        .flops = per_input_flops,      \
     }
 
 REDUCE_DEF(reduce_sum, "ReduceSum");
@@ -452,8 +477,10 @@ static ingot_status argmax_infer(ig_infer *cx)
         bool keep = ig__attr_int(cx->node, "keepdims", 1) != 0;
         out.rank = 0;
         for (int32_t k = 0; k < x->shape.rank; k++) {
-            if (k != a) out.d[out.rank++] = x->shape.d[k];
-            else if (keep) out.d[out.rank++] = ig__dim_const(1);
+            if (k != a)
+                out.d[out.rank++] = x->shape.d[k];
+            else if (keep)
+                out.d[out.rank++] = ig__dim_const(1);
         }
     }
     return ig__set_out(cx, 0, INGOT_DTYPE_INT64, &out);
@@ -507,7 +534,11 @@ static ingot_status argmax_cpu(ig_exec *ex)
     if (axis < 0 || axis >= x->rank || x->dims[axis] == 0)
         return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): axis %" PRId64 " is out of range or empty",
                         ig__node_label(ex->node), ex->node->op_type, ig__attr_int(ex->node, "axis", 0));
-    argmax_args aa = {.x = x->data, .y = ex->out[0]->data, .dt = x->dtype, .n = x->dims[axis], .inner = 1,
+    argmax_args aa = {.x = x->data,
+                      .y = ex->out[0]->data,
+                      .dt = x->dtype,
+                      .n = x->dims[axis],
+                      .inner = 1,
                       .last = ex->node->opset >= 12 && ig__attr_int(ex->node, "select_last_index", 0) != 0};
     aa.cat = ig__dtype_is_float(x->dtype) ? 0 : is_unsigned(x->dtype) ? 2 : 1;
     for (int64_t k = axis + 1; k < x->rank; k++) aa.inner *= x->dims[k];
@@ -517,6 +548,13 @@ static ingot_status argmax_cpu(ig_exec *ex)
 }
 
 const ig_op_def ig__op_arg_max = {
-    .name = "ArgMax", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = argmax_infer, .cpu = argmax_cpu, .flops = per_input_flops,
+    .name = "ArgMax",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = argmax_infer,
+    .cpu = argmax_cpu,
+    .flops = per_input_flops,
 };

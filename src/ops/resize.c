@@ -23,17 +23,24 @@
 #include <stdio.h>
 
 enum { M_NEAREST, M_LINEAR, M_CUBIC };
-enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_CROP,
-       CT_TF_HALF_PIXEL_NN };
+enum {
+    CT_HALF_PIXEL,
+    CT_HALF_PIXEL_SYM,
+    CT_PYTORCH_HALF_PIXEL,
+    CT_ALIGN_CORNERS,
+    CT_ASYMMETRIC,
+    CT_TF_CROP,
+    CT_TF_HALF_PIXEL_NN
+};
 enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
 enum { KAR_STRETCH, KAR_NOT_LARGER, KAR_NOT_SMALLER };
 
 typedef struct resize_cfg {
-    bool upsample;         /* the Upsample op */
+    bool upsample; /* the Upsample op */
     int mode, ct, nm, kar;
     double cubic_a, extrapolation;
     bool exclude_outside, antialias;
-    int32_t n_axes;        /* 0: all axes */
+    int32_t n_axes; /* 0: all axes */
     int32_t axes[IG_MAX_RANK];
     int scales_in, sizes_in, roi_in; /* input positions, -1 when the op has no such input */
 } resize_cfg;
@@ -70,8 +77,8 @@ static bool parse_cfg(const ig_node *n, int32_t rank, resize_cfg *c, char *why, 
         c->cubic_a = -0.75;
         return true;
     }
-    static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                      "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"};
+    static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",  "align_corners",
+                                      "asymmetric", "tf_crop_and_resize",   "tf_half_pixel_for_nn"};
     const char *ct = ig__attr_str(n, "coordinate_transformation_mode", "half_pixel");
     if ((c->ct = find_str(ct, cts, 7)) < 0) {
         snprintf(why, why_n, "attribute 'coordinate_transformation_mode' = '%s' is not supported", ct);
@@ -123,7 +130,7 @@ static const ig_value *graph_in(const ig_graph *g, const ig_node *n, int i)
 }
 
 /* Length of a 1-D operand (scales, sizes, roi): -1 when absent... -2 when unknown. */
-#define LEN_ABSENT (-1)
+#define LEN_ABSENT  (-1)
 #define LEN_UNKNOWN (-2)
 
 static int64_t operand_len(const ig_value *v)
@@ -194,7 +201,8 @@ static ingot_status resize_infer(ig_infer *cx)
     if (!parse_cfg(cx->node, r, &c, why, sizeof why)) return ig__unsupported(cx, "%s", why);
     if ((st = ig__check_dtype(cx, 0, IG_TS_ALL)) != INGOT_OK) return st;
     if (c.mode != M_NEAREST && x->dtype == INGOT_DTYPE_BOOL)
-        return ig__unsupported(cx, "mode '%s' on a bool tensor is not supported", c.mode == M_LINEAR ? "linear" : "cubic");
+        return ig__unsupported(cx, "mode '%s' on a bool tensor is not supported",
+                               c.mode == M_LINEAR ? "linear" : "cubic");
     if (c.scales_in >= 0 && (st = ig__check_dtype(cx, c.scales_in, IG_TS_FLOAT)) != INGOT_OK) return st;
     if (c.roi_in >= 0 && (st = ig__check_dtype(cx, c.roi_in, IG_TS_FLOAT)) != INGOT_OK) return st;
     if (c.sizes_in >= 0 && (st = ig__check_dtype(cx, c.sizes_in, IG_T(INT64))) != INGOT_OK) return st;
@@ -221,7 +229,8 @@ static ingot_status resize_infer(ig_infer *cx)
     }
     if (use_sizes && use_scales) {
         if (lsc != LEN_UNKNOWN)
-            return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "only one of 'scales' and 'sizes' may be given (the other "
+            return ig__fail(cx, INGOT_ERR_MODEL_INVALID,
+                            "only one of 'scales' and 'sizes' may be given (the other "
                             "must be omitted or empty)");
         use_scales = false;
     }
@@ -235,7 +244,8 @@ static ingot_status resize_infer(ig_infer *cx)
     if (c.ct == CT_TF_CROP) {
         int64_t lroi = operand_len(ig__in(cx, c.roi_in));
         if (lroi == LEN_ABSENT || lroi == 0)
-            return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "coordinate_transformation_mode 'tf_crop_and_resize' needs "
+            return ig__fail(cx, INGOT_ERR_MODEL_INVALID,
+                            "coordinate_transformation_mode 'tf_crop_and_resize' needs "
                             "the 'roi' input");
         if (lroi != LEN_UNKNOWN && lroi != 2 * na)
             return ig__fail_shape(cx, "input 'roi' has %" PRId64 " values; expected %d", lroi, (int)(2 * na));
@@ -252,17 +262,17 @@ static ingot_status resize_infer(ig_infer *cx)
         for (int32_t i = 0; i < na; i++) {
             double s = scales[i];
             ig_dim d = x->shape.d[axes[i]];
-            if (!(s > 0))
-                return ig__fail_shape(cx, "scale %g for axis %d must be positive", s, (int)axes[i]);
+            if (!(s > 0)) return ig__fail_shape(cx, "scale %g for axis %d must be positive", s, (int)axes[i]);
             if (ig__dim_known(d)) {
                 double o = floor((double)d.n * s);
                 if (!(o < 9.0e18))
                     return ig__fail_shape(cx, "scale %g makes axis %d %g long, beyond what ingot can address", s,
                                           (int)axes[i], o);
                 out.d[axes[i]] = ig__dim_const((int64_t)o);
-            }
-            else if (s == floor(s) && s < 1e9 && ig__dim_mul(d, ig__dim_const((int64_t)s), &out.d[axes[i]])) continue;
-            else out.d[axes[i]] = ig__dim_fresh(cx);
+            } else if (s == floor(s) && s < 1e9 && ig__dim_mul(d, ig__dim_const((int64_t)s), &out.d[axes[i]]))
+                continue;
+            else
+                out.d[axes[i]] = ig__dim_fresh(cx);
         }
     } else if (use_sizes) {
         ig_dim sz[IG_MAX_SYMVAL];
@@ -282,8 +292,7 @@ static ingot_status resize_infer(ig_infer *cx)
             plan_dims(&c, r, in, NULL, szv, NULL, o, sc, roi);
             for (int32_t i = 0; i < na; i++) out.d[axes[i]] = ig__dim_const(o[axes[i]]);
         } else {
-            for (int32_t i = 0; i < na; i++)
-                out.d[axes[i]] = have && c.kar == KAR_STRETCH ? sz[i] : ig__dim_fresh(cx);
+            for (int32_t i = 0; i < na; i++) out.d[axes[i]] = have && c.kar == KAR_STRETCH ? sz[i] : ig__dim_fresh(cx);
         }
     } else {
         for (int32_t i = 0; i < na; i++) out.d[axes[i]] = ig__dim_fresh(cx);
@@ -330,15 +339,15 @@ static double cubic_w(double x, double a)
 }
 
 typedef struct axis_tab {
-    int64_t k;          /* taps per output coordinate */
-    int64_t *off;       /* [out * k] input offsets (index * stride), clamped into the input */
-    double *w;          /* [out * k] weights */
-    uint8_t *ext;       /* [out] 1: the coordinate falls outside the crop (tf_crop_and_resize) */
+    int64_t k;    /* taps per output coordinate */
+    int64_t *off; /* [out * k] input offsets (index * stride), clamped into the input */
+    double *w;    /* [out * k] weights */
+    uint8_t *ext; /* [out] 1: the coordinate falls outside the crop (tf_crop_and_resize) */
 } axis_tab;
 
 /* Fill the taps of one axis. */
-static void build_axis(const resize_cfg *c, int64_t in, int64_t out, double scale, const double *roi_se,
-                       int64_t stride, axis_tab *t)
+static void build_axis(const resize_cfg *c, int64_t in, int64_t out, double scale, const double *roi_se, int64_t stride,
+                       axis_tab *t)
 {
     const int64_t k = t->k;
     if (k == 1 && axis_identity(c, in, out, scale, roi_se)) {
@@ -374,12 +383,18 @@ static void build_axis(const resize_cfg *c, int64_t in, int64_t out, double scal
         if (c->mode == M_NEAREST) {
             double f = floor(x), frac = x - f;
             int64_t i;
-            if (c->nm == NM_SIMPLE) i = scale < 1 ? (int64_t)ceil(x) : (int64_t)f;
-            else if (frac == 0) i = (int64_t)f;
-            else if (c->nm == NM_FLOOR) i = (int64_t)f;
-            else if (c->nm == NM_CEIL) i = (int64_t)f + 1;
-            else if (c->nm == NM_ROUND_PREFER_FLOOR) i = (int64_t)f + (frac > 0.5);
-            else i = (int64_t)f + (frac >= 0.5);
+            if (c->nm == NM_SIMPLE)
+                i = scale < 1 ? (int64_t)ceil(x) : (int64_t)f;
+            else if (frac == 0)
+                i = (int64_t)f;
+            else if (c->nm == NM_FLOOR)
+                i = (int64_t)f;
+            else if (c->nm == NM_CEIL)
+                i = (int64_t)f + 1;
+            else if (c->nm == NM_ROUND_PREFER_FLOOR)
+                i = (int64_t)f + (frac > 0.5);
+            else
+                i = (int64_t)f + (frac >= 0.5);
             i = i < 0 ? 0 : i >= in ? in - 1 : i;
             off[0] = i * stride;
             w[0] = 1.0;
@@ -458,7 +473,8 @@ static inline double ld_any(ingot_dtype t, const void *p, int64_t i)
     case INGOT_DTYPE_INT16: return ((const int16_t *)p)[i];
     case INGOT_DTYPE_INT32: return ((const int32_t *)p)[i];
     case INGOT_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_BOOL: return ((const uint8_t *)p)[i];
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_BOOL: return ((const uint8_t *)p)[i];
     case INGOT_DTYPE_UINT16: return ((const uint16_t *)p)[i];
     case INGOT_DTYPE_UINT32: return ((const uint32_t *)p)[i];
     default: return (double)((const uint64_t *)p)[i];
@@ -478,13 +494,16 @@ static void st_sat(ingot_dtype t, void *p, int64_t i, double v)
     case INGOT_DTYPE_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
     case INGOT_DTYPE_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
     case INGOT_DTYPE_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
-    case INGOT_DTYPE_UINT8: case INGOT_DTYPE_BOOL: lo = 0, hi = UINT8_MAX; break;
+    case INGOT_DTYPE_UINT8:
+    case INGOT_DTYPE_BOOL: lo = 0, hi = UINT8_MAX; break;
     case INGOT_DTYPE_UINT16: lo = 0, hi = UINT16_MAX; break;
     case INGOT_DTYPE_UINT32: lo = 0, hi = UINT32_MAX; break;
     case INGOT_DTYPE_UINT64:
         if (v <= 0) v = 0;
-        if (v >= 18446744073709551615.0) ((uint64_t *)p)[i] = UINT64_MAX;
-        else ((uint64_t *)p)[i] = (uint64_t)v;
+        if (v >= 18446744073709551615.0)
+            ((uint64_t *)p)[i] = UINT64_MAX;
+        else
+            ((uint64_t *)p)[i] = (uint64_t)v;
         return;
     default: lo = -9.2233720368547758e18, hi = 9.2233720368547758e18; break;
     }
@@ -546,8 +565,10 @@ static void resize_rows(void *arg, int64_t begin, int64_t end)
         }
         if (nearest) { /* every axis has one tap of weight 1 */
             for (int64_t j = 0; j < wout; j++) {
-                if (crop && lt->ext[j]) memcpy(yrow + (size_t)j * es, a->ext_bytes, es);
-                else copy_elem(yrow, j, a->x, base + lt->off[j], es);
+                if (crop && lt->ext[j])
+                    memcpy(yrow + (size_t)j * es, a->ext_bytes, es);
+                else
+                    copy_elem(yrow, j, a->x, base + lt->off[j], es);
             }
             continue;
         }
@@ -599,8 +620,10 @@ static void resize_rows(void *arg, int64_t begin, int64_t end)
                     for (int64_t k = 0; k < kl; k++) s += lw[k] * ld_any(a->dt, a->x, off + loff[k]);
                 acc += w * s;
             }
-            if (a->dt == INGOT_DTYPE_FLOAT) ((float *)yrow)[j] = (float)acc;
-            else st_sat(a->dt, a->y, row * wout + j, acc);
+            if (a->dt == INGOT_DTYPE_FLOAT)
+                ((float *)yrow)[j] = (float)acc;
+            else
+                st_sat(a->dt, a->y, row * wout + j, acc);
         }
     }
 }
@@ -635,13 +658,14 @@ static ingot_status exec_plan(ig_exec *ex, const resize_cfg *c, int64_t *out, do
     if (bad)
         return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): %s has the wrong number of values",
                         ig__node_label(ex->node), ex->node->op_type, bad);
-    plan_dims(c, r, x->dims, use_sizes ? NULL : sc, use_sizes ? sz : NULL, use_roi ? roi : NULL, out, scale,
-              roi_full);
+    plan_dims(c, r, x->dims, use_sizes ? NULL : sc, use_sizes ? sz : NULL, use_roi ? roi : NULL, out, scale, roi_full);
     for (int32_t d = 0; d < r; d++)
         if (out[d] != ex->out[0]->dims[d] || !(scale[d] > 0))
-            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): axis %d resizes %" PRId64 " to %" PRId64
-                            " (scale %g), but the output was planned with %" PRId64, ig__node_label(ex->node),
-                            ex->node->op_type, (int)d, x->dims[d], out[d], scale[d], ex->out[0]->dims[d]);
+            return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE,
+                            "node '%s' (%s): axis %d resizes %" PRId64 " to %" PRId64
+                            " (scale %g), but the output was planned with %" PRId64,
+                            ig__node_label(ex->node), ex->node->op_type, (int)d, x->dims[d], out[d], scale[d],
+                            ex->out[0]->dims[d]);
     return INGOT_OK;
 }
 
@@ -674,8 +698,8 @@ static ingot_status resize_cpu(ig_exec *ex)
     if (!parse_cfg(ex->node, x->rank, &c, why, sizeof why))
         return ig__errf(ex->err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "node '%s' (%s): %s", ig__node_label(ex->node),
                         ex->node->op_type, why);
-    resize_args ra = {.c = &c, .x = x->data, .y = y->data, .dt = x->dtype, .es = ingot_dtype_size(x->dtype),
-                      .r = x->rank};
+    resize_args ra = {
+        .c = &c, .x = x->data, .y = y->data, .dt = x->dtype, .es = ingot_dtype_size(x->dtype), .r = x->rank};
     double scale[IG_MAX_RANK], roi[2 * IG_MAX_RANK];
     ingot_status st = exec_plan(ex, &c, ra.out, scale, roi);
     if (st != INGOT_OK) return st;
@@ -685,15 +709,18 @@ static ingot_status resize_cpu(ig_exec *ex)
         return INGOT_OK;
     }
     if (x->numel == 0)
-        return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE, "node '%s' (%s): cannot resize an empty tensor to a "
-                        "non-empty one", ig__node_label(ex->node), ex->node->op_type);
+        return ig__errf(ex->err, INGOT_ERR_MODEL_SHAPE,
+                        "node '%s' (%s): cannot resize an empty tensor to a "
+                        "non-empty one",
+                        ig__node_label(ex->node), ex->node->op_type);
     /* tables in scratch */
     unsigned char *p = ex->scratch, *pend = p + ex->scratch_bytes;
     int64_t stride = 1;
     for (int32_t d = x->rank - 1; d >= 0; d--) {
         axis_tab *t = &ra.tab[d];
         t->k = axis_identity(&c, x->dims[d], ra.out[d], scale[d], (double[]){roi[d], roi[x->rank + d]})
-                   ? 1 : axis_taps(&c, scale[d]);
+                   ? 1
+                   : axis_taps(&c, scale[d]);
         size_t need = tab_bytes(ra.out[d], t->k);
         if (!p || (size_t)(pend - p) < need)
             return ig__errf(ex->err, INGOT_ERR_INTERNAL, "node '%s' (%s): scratch too small for the resize tables",
@@ -736,15 +763,31 @@ static double resize_flops(const ig_graph *g, const ig_node *n)
 }
 
 const ig_op_def ig__op_resize = {
-    .name = "Resize", .since = 10, .min_in = 1, .max_in = 4, .min_out = 1, .max_out = 1,
+    .name = "Resize",
+    .since = 10,
+    .min_in = 1,
+    .max_in = 4,
+    .min_out = 1,
+    .max_out = 1,
     .shape_inputs = (1u << 1) | (1u << 2) | (1u << 3), /* scales (input 1 in opset 10), scales, sizes */
-    .infer = resize_infer, .cpu = resize_cpu, .cpu_scratch = resize_scratch, .flops = resize_flops,
+    .infer = resize_infer,
+    .cpu = resize_cpu,
+    .cpu_scratch = resize_scratch,
+    .flops = resize_flops,
 };
 
 const ig_op_def ig__op_upsample = {
-    .name = "Upsample", .since = 7, .min_in = 1, .max_in = 2, .min_out = 1, .max_out = 1,
+    .name = "Upsample",
+    .since = 7,
+    .min_in = 1,
+    .max_in = 2,
+    .min_out = 1,
+    .max_out = 1,
     .shape_inputs = 1u << 1,
-    .infer = resize_infer, .cpu = resize_cpu, .cpu_scratch = resize_scratch, .flops = resize_flops,
+    .infer = resize_infer,
+    .cpu = resize_cpu,
+    .cpu_scratch = resize_scratch,
+    .flops = resize_flops,
 };
 
 /* ---- DepthToSpace ---- */
@@ -766,8 +809,8 @@ static ingot_status d2s_infer(ig_infer *cx)
     if (x->shape.rank >= 0) {
         if (x->shape.rank != 4) {
             char s[256];
-            return ig__fail_shape(cx, "input '%s' has shape %s; DepthToSpace needs a 4-D [N, C, H, W] tensor",
-                                  x->name, ig__shape_str(cx->g, &x->shape, s, sizeof s));
+            return ig__fail_shape(cx, "input '%s' has shape %s; DepthToSpace needs a 4-D [N, C, H, W] tensor", x->name,
+                                  ig__shape_str(cx->g, &x->shape, s, sizeof s));
         }
         out = x->shape;
         ig_dim c = x->shape.d[1];
@@ -809,8 +852,12 @@ static void d2s_rows(void *arg, int64_t begin, int64_t end)
 static ingot_status d2s_cpu(ig_exec *ex)
 {
     const ig_tensor *x = ex->in[0];
-    d2s_args da = {.x = x->data, .y = ex->out[0]->data, .es = ingot_dtype_size(x->dtype),
-                   .b = ig__attr_int(ex->node, "blocksize", 1), .h = x->dims[2], .w = x->dims[3],
+    d2s_args da = {.x = x->data,
+                   .y = ex->out[0]->data,
+                   .es = ingot_dtype_size(x->dtype),
+                   .b = ig__attr_int(ex->node, "blocksize", 1),
+                   .h = x->dims[2],
+                   .w = x->dims[3],
                    .crd = !strcmp(ig__attr_str(ex->node, "mode", "DCR"), "CRD")};
     da.c_out = x->dims[1] / (da.b * da.b);
     int64_t rows = x->dims[0] * da.c_out * da.h * da.b;
@@ -820,6 +867,13 @@ static ingot_status d2s_cpu(ig_exec *ex)
 }
 
 const ig_op_def ig__op_depth_to_space = {
-    .name = "DepthToSpace", .since = 1, .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .infer = d2s_infer, .cpu = d2s_cpu, .flops = ig__flops_none,
+    .name = "DepthToSpace",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = d2s_infer,
+    .cpu = d2s_cpu,
+    .flops = ig__flops_none,
 };

@@ -14,7 +14,6 @@
 #include <math.h>
 #include <stdio.h>
 
-
 /* ==== shared helpers ================================================================================= */
 
 static ingot_status set_unknown_rank(ig_infer *cx, int out, ingot_dtype t)

@@ -64,7 +64,11 @@ static void close_fixture(fixture *f)
 static ingot_tensor input(float *data, int64_t batch)
 {
     for (int64_t i = 0; i < batch * 4; i++) data[i] = (float)(i % 7) - 3.0f;
-    ingot_tensor t = {.name = "x", .dtype = INGOT_DTYPE_FLOAT, .rank = 2, .dims = {batch, 4}, .data = data,
+    ingot_tensor t = {.name = "x",
+                      .dtype = INGOT_DTYPE_FLOAT,
+                      .rank = 2,
+                      .dims = {batch, 4},
+                      .data = data,
                       .bytes = (size_t)batch * 4 * sizeof(float)};
     return t;
 }

@@ -64,8 +64,7 @@ static ig_value *t_input_c(T *t, const char *name, ingot_dtype dt, int rank, con
     return t_input(t, name, dt, rank, d);
 }
 
-static ig_node *t_node(T *t, const char *op, int opset, int ni, const char *const *ins, int no,
-                       const char *const *outs)
+static ig_node *t_node(T *t, const char *op, int opset, int ni, const char *const *ins, int no, const char *const *outs)
 {
     int32_t id = ig__graph_add_node(&t->g, op, op, "", ni, no, 12, &t->err);
     ig_node *n = &t->g.nodes[id];
@@ -153,9 +152,12 @@ static ig_tensor *tensor_rand(ingot_dtype dt, int rank, const int64_t *dims)
         float v = rfloat();
         if (ig__dtype_is_int(dt))
             ig__elem_set_i64(dt, t->data, i, (int64_t)((ig__dtype_is_signed(dt) ? v : fabsf(v)) * 20));
-        else if (dt == INGOT_DTYPE_FLOAT16) ((uint16_t *)t->data)[i] = ig__f32_to_f16(v);
-        else if (dt == INGOT_DTYPE_BFLOAT16) ((uint16_t *)t->data)[i] = ig__f32_to_bf16(v);
-        else ig__elem_set_f64(dt, t->data, i, v);
+        else if (dt == INGOT_DTYPE_FLOAT16)
+            ((uint16_t *)t->data)[i] = ig__f32_to_f16(v);
+        else if (dt == INGOT_DTYPE_BFLOAT16)
+            ((uint16_t *)t->data)[i] = ig__f32_to_bf16(v);
+        else
+            ig__elem_set_f64(dt, t->data, i, v);
     }
     return t;
 }
@@ -164,8 +166,8 @@ static double tget(const ig_tensor *t, int64_t i) { return ig__elem_f64(t->dtype
 
 /* Infer node n (inputs already declared with the tensors' shapes), allocate outputs from the inferred
  * shapes, size scratch with cpu_scratch and run the CPU kernel. Outputs land in outs[]. */
-static ingot_status t_run(T *t, ig_node *n, const ig_op_def *d, const ig_tensor *const *ins, int ni,
-                          ig_tensor **outs, int no, struct ig_pool *pool)
+static ingot_status t_run(T *t, ig_node *n, const ig_op_def *d, const ig_tensor *const *ins, int ni, ig_tensor **outs,
+                          int no, struct ig_pool *pool)
 {
     ingot_status st = t_infer(t, n, d);
     if (st != INGOT_OK) return st;
@@ -179,8 +181,16 @@ static ingot_status t_run(T *t, ig_node *n, const ig_op_def *d, const ig_tensor 
     }
     size_t sb = d->cpu_scratch ? d->cpu_scratch(&t->g, n) : 0;
     void *scratch = sb ? ig__malloc_aligned(sb, 64) : NULL;
-    ig_exec ex = {.g = &t->g, .node = n, .n_in = ni, .in = ins, .n_out = no, .out = outs, .scratch = scratch,
-                  .scratch_bytes = sb, .pool = pool, .err = &t->err};
+    ig_exec ex = {.g = &t->g,
+                  .node = n,
+                  .n_in = ni,
+                  .in = ins,
+                  .n_out = no,
+                  .out = outs,
+                  .scratch = scratch,
+                  .scratch_bytes = sb,
+                  .pool = pool,
+                  .err = &t->err};
     st = d->cpu(&ex);
     ig__free_aligned(scratch);
     return st;
@@ -225,9 +235,10 @@ static bool gemm_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
         for (int64_t j = 0; j < n; j++) {
             float got = c[i * ldc + j], want = r[i * ldc + j];
             if (!(fabsf(got - want) <= 1e-4f * (1.0f + sqrtf((float)k)) * (1.0f + fabsf(want)))) {
-                fprintf(stderr, "  sgemm[%s] m%" PRId64 " n%" PRId64 " k%" PRId64 " ta%d tb%d alpha %g beta %g pad %d: "
-                        "C[%" PRId64 ",%" PRId64 "] = %g, want %g\n", ig__sgemm_isa_name(), m, n, k, ta, tb, alpha,
-                        beta, pad, i, j, got, want);
+                fprintf(stderr,
+                        "  sgemm[%s] m%" PRId64 " n%" PRId64 " k%" PRId64 " ta%d tb%d alpha %g beta %g pad %d: "
+                        "C[%" PRId64 ",%" PRId64 "] = %g, want %g\n",
+                        ig__sgemm_isa_name(), m, n, k, ta, tb, alpha, beta, pad, i, j, got, want);
                 ok = false;
                 break;
             }
@@ -286,8 +297,8 @@ TEST(sgemm_chunked_paths)
 {
     /* a tiny packing cap forces K chunks and row chunks; both loop orders */
     int64_t old = ig__sgemm_set_pack_cap(4096);
-    bool ok = gemm_case(100, 130, 300, false, false, 1.0f, 0.5f, 1, pool2, true) &&  /* B-stationary */
-              gemm_case(300, 40, 250, true, true, -1.0f, 0.0f, 2, pool2, true) &&    /* A-stationary */
+    bool ok = gemm_case(100, 130, 300, false, false, 1.0f, 0.5f, 1, pool2, true) && /* B-stationary */
+              gemm_case(300, 40, 250, true, true, -1.0f, 0.0f, 2, pool2, true) &&   /* A-stationary */
               gemm_case(90, 90, 1000, true, false, 1.0f, 1.0f, 0, NULL, false);
     ig__sgemm_set_pack_cap(old);
     ASSERT(ok);
@@ -416,9 +427,11 @@ static bool conv_check(const conv_cfg *c, struct ig_pool *pool)
                             }
                 double got = tget(y, (ni * c->m + mi) * osp + o);
                 if (!(fabs(got - acc) <= tol * (1 + mag))) {
-                    fprintf(stderr, "  conv nsp%d n%" PRId64 " c%" PRId64 " m%" PRId64 " g%" PRId64 " pad %s: y[%" PRId64
-                            ",%" PRId64 ",%" PRId64 "] = %g, want %g\n", c->nsp, c->n, c->c, c->m, c->group,
-                            c->auto_pad ? c->auto_pad : "explicit", ni, mi, o, got, acc);
+                    fprintf(stderr,
+                            "  conv nsp%d n%" PRId64 " c%" PRId64 " m%" PRId64 " g%" PRId64 " pad %s: y[%" PRId64
+                            ",%" PRId64 ",%" PRId64 "] = %g, want %g\n",
+                            c->nsp, c->n, c->c, c->m, c->group, c->auto_pad ? c->auto_pad : "explicit", ni, mi, o, got,
+                            acc);
                     ok = false;
                 }
             }
@@ -470,26 +483,67 @@ TEST(conv_random_vs_reference)
 TEST(conv_common_shapes)
 {
     /* 1x1 (pointwise, in place), 3x3 pad 1, 7x7 stride 2 stem, depthwise 3x3 stride 1 and 2 */
-    conv_cfg c = {.nsp = 2, .n = 2, .c = 8, .m = 16, .group = 1, .in = {9, 7}, .k = {1, 1}, .s = {1, 1},
-                  .d = {1, 1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
+    conv_cfg c = {.nsp = 2,
+                  .n = 2,
+                  .c = 8,
+                  .m = 16,
+                  .group = 1,
+                  .in = {9, 7},
+                  .k = {1, 1},
+                  .s = {1, 1},
+                  .d = {1, 1},
+                  .bias = true,
+                  .dt = INGOT_DTYPE_FLOAT};
     ASSERT(conv_check(&c, pool2));
-    conv_cfg c3 = {.nsp = 2, .n = 1, .c = 16, .m = 24, .group = 1, .in = {14, 14}, .k = {3, 3}, .s = {1, 1},
-                   .d = {1, 1}, .pb = {1, 1}, .pe = {1, 1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
+    conv_cfg c3 = {.nsp = 2,
+                   .n = 1,
+                   .c = 16,
+                   .m = 24,
+                   .group = 1,
+                   .in = {14, 14},
+                   .k = {3, 3},
+                   .s = {1, 1},
+                   .d = {1, 1},
+                   .pb = {1, 1},
+                   .pe = {1, 1},
+                   .bias = true,
+                   .dt = INGOT_DTYPE_FLOAT};
     ASSERT(conv_check(&c3, pool2));
-    conv_cfg c7 = {.nsp = 2, .n = 1, .c = 3, .m = 8, .group = 1, .in = {32, 30}, .k = {7, 7}, .s = {2, 2},
-                   .d = {1, 1}, .pb = {3, 3}, .pe = {3, 3}, .dt = INGOT_DTYPE_FLOAT};
+    conv_cfg c7 = {.nsp = 2,
+                   .n = 1,
+                   .c = 3,
+                   .m = 8,
+                   .group = 1,
+                   .in = {32, 30},
+                   .k = {7, 7},
+                   .s = {2, 2},
+                   .d = {1, 1},
+                   .pb = {3, 3},
+                   .pe = {3, 3},
+                   .dt = INGOT_DTYPE_FLOAT};
     ASSERT(conv_check(&c7, NULL));
     for (int s = 1; s <= 2; s++) {
-        conv_cfg dw = {.nsp = 2, .n = 2, .c = 12, .m = 12, .group = 12, .in = {15, 16}, .k = {3, 3}, .s = {s, s},
-                       .d = {1, 1}, .pb = {1, 1}, .pe = {1, 1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
+        conv_cfg dw = {.nsp = 2,
+                       .n = 2,
+                       .c = 12,
+                       .m = 12,
+                       .group = 12,
+                       .in = {15, 16},
+                       .k = {3, 3},
+                       .s = {s, s},
+                       .d = {1, 1},
+                       .pb = {1, 1},
+                       .pe = {1, 1},
+                       .bias = true,
+                       .dt = INGOT_DTYPE_FLOAT};
         ASSERT(conv_check(&dw, pool2));
     }
     /* depthwise edge cases: widths at a multiple of the vector, unused input columns, odd widths,
      * stride 3, dilation, a channel multiplier, 1-D, and a plane too large for the padded buffer */
     static const int64_t dwc[][8] = {
         /* in_h, in_w, k, s, d, pad, mult, nsp */
-        {5, 33, 3, 2, 1, 0, 1, 2}, {4, 34, 3, 2, 1, 0, 1, 2}, {6, 35, 5, 2, 1, 2, 2, 2}, {7, 50, 3, 3, 2, 1, 1, 2},
-        {3, 32, 3, 1, 1, 1, 3, 2},  {1, 77, 5, 2, 1, 2, 1, 1}, {131, 130, 3, 1, 1, 1, 1, 2}, {9, 40, 2, 2, 1, 1, 1, 2},
+        {5, 33, 3, 2, 1, 0, 1, 2}, {4, 34, 3, 2, 1, 0, 1, 2}, {6, 35, 5, 2, 1, 2, 2, 2},    {7, 50, 3, 3, 2, 1, 1, 2},
+        {3, 32, 3, 1, 1, 1, 3, 2}, {1, 77, 5, 2, 1, 2, 1, 1}, {131, 130, 3, 1, 1, 1, 1, 2}, {9, 40, 2, 2, 1, 1, 1, 2},
     };
     for (size_t i = 0; i < sizeof dwc / sizeof dwc[0]; i++) {
         const int64_t *v = dwc[i];
@@ -508,16 +562,48 @@ TEST(conv_common_shapes)
      * output row while the kernel tap's valid range ends before the run starts once wrote one float
      * before the panel row (regression) */
     for (int64_t w = 7; w <= 29; w += 2) {
-        conv_cfg c5 = {.nsp = 2, .n = 1, .c = 2, .m = 3, .group = 1, .in = {w, w}, .k = {5, 5}, .s = {1, 1},
-                       .d = {1, 1}, .pb = {2, 2}, .pe = {2, 2}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
+        conv_cfg c5 = {.nsp = 2,
+                       .n = 1,
+                       .c = 2,
+                       .m = 3,
+                       .group = 1,
+                       .in = {w, w},
+                       .k = {5, 5},
+                       .s = {1, 1},
+                       .d = {1, 1},
+                       .pb = {2, 2},
+                       .pe = {2, 2},
+                       .bias = true,
+                       .dt = INGOT_DTYPE_FLOAT};
         ASSERT(conv_check(&c5, w % 4 == 1 ? pool2 : NULL));
     }
     /* 1-D with a large dilation, and 3-D */
-    conv_cfg c1 = {.nsp = 1, .n = 1, .c = 4, .m = 5, .group = 1, .in = {40}, .k = {3}, .s = {2}, .d = {4},
-                   .pb = {2}, .pe = {1}, .bias = true, .dt = INGOT_DTYPE_FLOAT};
+    conv_cfg c1 = {.nsp = 1,
+                   .n = 1,
+                   .c = 4,
+                   .m = 5,
+                   .group = 1,
+                   .in = {40},
+                   .k = {3},
+                   .s = {2},
+                   .d = {4},
+                   .pb = {2},
+                   .pe = {1},
+                   .bias = true,
+                   .dt = INGOT_DTYPE_FLOAT};
     ASSERT(conv_check(&c1, NULL));
-    conv_cfg c33 = {.nsp = 3, .n = 1, .c = 2, .m = 4, .group = 2, .in = {5, 6, 7}, .k = {3, 2, 3}, .s = {1, 2, 1},
-                    .d = {1, 1, 2}, .pb = {1, 0, 2}, .pe = {1, 1, 0}, .dt = INGOT_DTYPE_FLOAT};
+    conv_cfg c33 = {.nsp = 3,
+                    .n = 1,
+                    .c = 2,
+                    .m = 4,
+                    .group = 2,
+                    .in = {5, 6, 7},
+                    .k = {3, 2, 3},
+                    .s = {1, 2, 1},
+                    .d = {1, 1, 2},
+                    .pb = {1, 0, 2},
+                    .pe = {1, 1, 0},
+                    .dt = INGOT_DTYPE_FLOAT};
     ASSERT(conv_check(&c33, pool2));
 }
 
@@ -525,8 +611,19 @@ TEST(conv_other_dtypes)
 {
     ingot_dtype dts[3] = {INGOT_DTYPE_FLOAT16, INGOT_DTYPE_BFLOAT16, INGOT_DTYPE_DOUBLE};
     for (int i = 0; i < 3; i++) {
-        conv_cfg c = {.nsp = 2, .n = 1, .c = 4, .m = 6, .group = 2, .in = {7, 6}, .k = {3, 3}, .s = {1, 2},
-                      .d = {1, 1}, .pb = {1, 1}, .pe = {1, 0}, .bias = true, .dt = dts[i]};
+        conv_cfg c = {.nsp = 2,
+                      .n = 1,
+                      .c = 4,
+                      .m = 6,
+                      .group = 2,
+                      .in = {7, 6},
+                      .k = {3, 3},
+                      .s = {1, 2},
+                      .d = {1, 1},
+                      .pb = {1, 1},
+                      .pe = {1, 0},
+                      .bias = true,
+                      .dt = dts[i]};
         ASSERT(conv_check(&c, NULL));
     }
 }
@@ -550,7 +647,9 @@ TEST(conv_infer_symbolic_batch)
     ASSERT_EQ(OUT(&t, n, 0)->dtype, INGOT_DTYPE_FLOAT);
 
     /* symbolic spatial dims: kept through SAME stride 1, fresh otherwise */
-    ig_dim hd[4] = {{1, ig__graph_symbol(&t.g, "N")}, ig__dim_const(8), {1, ig__graph_symbol(&t.g, "H")},
+    ig_dim hd[4] = {{1, ig__graph_symbol(&t.g, "N")},
+                    ig__dim_const(8),
+                    {1, ig__graph_symbol(&t.g, "H")},
                     {1, ig__graph_symbol(&t.g, "W")}};
     int64_t w3[4] = {16, 8, 3, 3};
     t_input(&t, "X2", INGOT_DTYPE_FLOAT, 4, hd);
@@ -737,7 +836,8 @@ static bool convt_check(const convt_cfg *c, struct ig_pool *pool)
     if (!ok) fprintf(stderr, "  convtranspose failed: %s\n", t.err.msg);
     for (int i = 0; ok && i < c->nsp; i++)
         if (out[0]->dims[2 + i] != od[i]) {
-            fprintf(stderr, "  convtranspose out dim %d: %" PRId64 " want %" PRId64 "\n", i, out[0]->dims[2 + i], od[i]);
+            fprintf(stderr, "  convtranspose out dim %d: %" PRId64 " want %" PRId64 "\n", i, out[0]->dims[2 + i],
+                    od[i]);
             ok = false;
         }
     if (ok) {
@@ -807,7 +907,8 @@ TEST(conv_transpose_random_vs_reference)
         if (mode == 0) c.auto_pad = "SAME_UPPER";
         if (mode == 1) c.auto_pad = "SAME_LOWER";
         if (mode == 2)
-            for (int i = 0; i < c.nsp; i++) c.out_shape[i] = c.s[i] * (c.in[i] - 1) + c.op[i] + (c.k[i] - 1) * c.d[i] + 1 - rint_in(0, 1);
+            for (int i = 0; i < c.nsp; i++)
+                c.out_shape[i] = c.s[i] * (c.in[i] - 1) + c.op[i] + (c.k[i] - 1) * c.d[i] + 1 - rint_in(0, 1);
         ASSERT(convt_check(&c, it & 1 ? pool2 : NULL));
     }
 }
@@ -876,8 +977,8 @@ static bool pool_check(const pool_cfg *c, struct ig_pool *pool)
     }
     const ig_tensor *in[1] = {x};
     ig_tensor *out[2] = {NULL, NULL};
-    ingot_status st = t_run(&t, n, c->is_max ? &ig__op_max_pool : &ig__op_average_pool, in, 1, out,
-                            c->indices ? 2 : 1, pool);
+    ingot_status st =
+        t_run(&t, n, c->is_max ? &ig__op_max_pool : &ig__op_average_pool, in, 1, out, c->indices ? 2 : 1, pool);
     bool ok = st == INGOT_OK;
     if (!ok) fprintf(stderr, "  pool failed: %s\n", t.err.msg);
     for (int i = 0; ok && i < c->nsp; i++)
@@ -925,8 +1026,8 @@ static bool pool_check(const pool_cfg *c, struct ig_pool *pool)
             double got = tget(out[0], pl * osp + o);
             double tol = c->dt == INGOT_DTYPE_FLOAT ? 1e-5 : 1e-2;
             if (!(fabs(got - acc) <= tol * (1 + fabs(acc)))) {
-                fprintf(stderr, "  %s nsp%d: y[%" PRId64 ",%" PRId64 "] = %g, want %g\n", c->is_max ? "maxpool" : "avgpool",
-                        c->nsp, pl, o, got, acc);
+                fprintf(stderr, "  %s nsp%d: y[%" PRId64 ",%" PRId64 "] = %g, want %g\n",
+                        c->is_max ? "maxpool" : "avgpool", c->nsp, pl, o, got, acc);
                 ok = false;
             }
             if (ok && c->indices) {
@@ -963,8 +1064,10 @@ TEST(pool_random_vs_reference)
             c.pe[i] = rint_in(0, c.k[i] - 1);
             c.in[i] = rint_in((c.k[i] - 1) * c.d[i] + 1, c.nsp == 3 ? 6 : 12);
         }
-        if (rnd() % 5 == 0) c.auto_pad = rnd() & 1 ? "SAME_UPPER" : "SAME_LOWER";
-        else c.ceil_mode = rnd() & 1;
+        if (rnd() % 5 == 0)
+            c.auto_pad = rnd() & 1 ? "SAME_UPPER" : "SAME_LOWER";
+        else
+            c.ceil_mode = rnd() & 1;
         c.count_include_pad = !c.is_max && (rnd() & 1);
         c.indices = c.is_max && (rnd() & 1) && c.nsp <= 2;
         if (c.indices && c.nsp == 2 && (rnd() & 1)) c.storage_order = 1;
@@ -1090,7 +1193,8 @@ TEST(gemm_op_vs_reference)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
                 double s = 0;
-                for (int64_t p = 0; p < k; p++) s += tget(a, ta ? p * m + i : i * k + p) * tget(b, tb ? j * k + p : p * n + j);
+                for (int64_t p = 0; p < k; p++)
+                    s += tget(a, ta ? p * m + i : i * k + p) * tget(b, tb ? j * k + p : p * n + j);
                 s *= alpha;
                 if (c) {
                     int64_t ci = cmode == 1 ? i * n + j : cmode == 2 ? j : cmode == 3 ? i : 0;
@@ -1151,10 +1255,12 @@ static bool matmul_check(int ra, const int64_t *ad, int rb, const int64_t *bd, i
                 double s = 0;
                 for (int64_t p = 0; p < k; p++) s += tget(a, aoff + i * k + p) * tget(b, boff + p * n + j);
                 double got = tget(out[0], (bi * m + i) * n + j);
-                double tol = ig__dtype_is_int(dt) ? 0 : dt == INGOT_DTYPE_FLOAT ? 1e-4 * (1 + fabs(s)) : 3e-2 * (1 + fabs(s));
+                double tol = ig__dtype_is_int(dt)      ? 0
+                             : dt == INGOT_DTYPE_FLOAT ? 1e-4 * (1 + fabs(s))
+                                                       : 3e-2 * (1 + fabs(s));
                 if (!(fabs(got - s) <= tol)) {
-                    fprintf(stderr, "  matmul ra%d rb%d: y[%" PRId64 ",%" PRId64 ",%" PRId64 "] = %g, want %g\n", ra, rb,
-                            bi, i, j, got, s);
+                    fprintf(stderr, "  matmul ra%d rb%d: y[%" PRId64 ",%" PRId64 ",%" PRId64 "] = %g, want %g\n", ra,
+                            rb, bi, i, j, got, s);
                     ok = false;
                     break;
                 }
@@ -1183,8 +1289,8 @@ TEST(matmul_op_vs_reference)
     int64_t bb[4] = {1, 4, 16, 9};
     ASSERT(matmul_check(3, (int64_t[]){4, 5, 16}, 4, bb, INGOT_DTYPE_FLOAT, pool2));
     ASSERT(matmul_check(3, (int64_t[]){1, 5, 16}, 3, (int64_t[]){3, 16, 9}, INGOT_DTYPE_FLOAT, NULL));
-    ingot_dtype dts[6] = {INGOT_DTYPE_FLOAT, INGOT_DTYPE_FLOAT16, INGOT_DTYPE_BFLOAT16, INGOT_DTYPE_DOUBLE,
-                          INGOT_DTYPE_INT32, INGOT_DTYPE_UINT64};
+    ingot_dtype dts[6] = {INGOT_DTYPE_FLOAT,  INGOT_DTYPE_FLOAT16, INGOT_DTYPE_BFLOAT16,
+                          INGOT_DTYPE_DOUBLE, INGOT_DTYPE_INT32,   INGOT_DTYPE_UINT64};
     for (int it = 0; it < 40; it++) {
         int ra = (int)rint_in(1, 4), rb = (int)rint_in(1, 4);
         int64_t k = rint_in(1, 20), ad[4], bd[4];
@@ -1219,8 +1325,8 @@ TEST(matmul_gemm_infer)
     char buf[128];
     ASSERT_STREQ(ig__shape_str(&t.g, &OUT(&t, n, 0)->shape, buf, sizeof buf), "[batch,seq,3072]");
     /* attention scores: [batch, heads, seq, 64] x [batch, heads, 64, seq] */
-    ig_dim qd[4] = {batch, ig__dim_const(12), seq, ig__dim_const(64)}, kd[4] = {batch, ig__dim_const(12),
-                                                                                 ig__dim_const(64), seq};
+    ig_dim qd[4] = {batch, ig__dim_const(12), seq, ig__dim_const(64)},
+           kd[4] = {batch, ig__dim_const(12), ig__dim_const(64), seq};
     t_input(&t, "Q", INGOT_DTYPE_FLOAT, 4, qd);
     t_input(&t, "K", INGOT_DTYPE_FLOAT, 4, kd);
     const char *ins2[2] = {"Q", "K"}, *outs2[1] = {"S"};
@@ -1340,7 +1446,8 @@ TEST(flops_resnet50)
 }
 
 TEST_MAIN(pool2 = ig__pool_create(2); RUN(sgemm_random_all_isas); RUN(sgemm_vectors_and_edges);
-          RUN(sgemm_chunked_paths); RUN(sgemm_without_memory); RUN(conv_random_vs_reference); RUN(conv_common_shapes); RUN(conv_other_dtypes);
-          RUN(conv_infer_symbolic_batch); RUN(conv_errors); RUN(conv_scratch_missing); RUN(conv_transpose_random_vs_reference);
-          RUN(pool_random_vs_reference); RUN(pool_infer_and_errors); RUN(global_pools); RUN(gemm_op_vs_reference);
-          RUN(matmul_op_vs_reference); RUN(matmul_gemm_infer); RUN(flops_resnet50); ig__pool_destroy(pool2))
+          RUN(sgemm_chunked_paths); RUN(sgemm_without_memory); RUN(conv_random_vs_reference); RUN(conv_common_shapes);
+          RUN(conv_other_dtypes); RUN(conv_infer_symbolic_batch); RUN(conv_errors); RUN(conv_scratch_missing);
+          RUN(conv_transpose_random_vs_reference); RUN(pool_random_vs_reference); RUN(pool_infer_and_errors);
+          RUN(global_pools); RUN(gemm_op_vs_reference); RUN(matmul_op_vs_reference); RUN(matmul_gemm_infer);
+          RUN(flops_resnet50); ig__pool_destroy(pool2))

@@ -236,8 +236,16 @@ static ingot_status t_run(T *t, ig_node *n, struct ig_pool *pool, R *r)
     const ig_op_def *d = def_of(n);
     size_t sb = d->cpu_scratch ? d->cpu_scratch(&t->g, n) : 0;
     if (sb) r->scratch = ig__malloc_aligned(sb, 64);
-    ig_exec ex = {.g = &t->g, .node = n, .n_in = n->n_inputs, .n_out = n->n_outputs, .in = r->inp, .out = r->outp,
-                  .scratch = r->scratch, .scratch_bytes = sb, .pool = pool, .err = &t->err};
+    ig_exec ex = {.g = &t->g,
+                  .node = n,
+                  .n_in = n->n_inputs,
+                  .n_out = n->n_outputs,
+                  .in = r->inp,
+                  .out = r->outp,
+                  .scratch = r->scratch,
+                  .scratch_bytes = sb,
+                  .pool = pool,
+                  .err = &t->err};
     return d->cpu(&ex);
 }
 
@@ -324,8 +332,10 @@ TEST(softmax_opset_semantics)
                 t_f32(&t, "x", 3, d, x);
                 ig_node *nd = t_node(&t, lg ? "LogSoftmax" : "Softmax", opset, "x", "y");
                 a_int(nd, "axis", 1);
-                if (opset < 13) naive_softmax(x, want, d[0], d[1] * d[2], 1, lg);
-                else naive_softmax(x, want, d[0], d[1], d[2], lg);
+                if (opset < 13)
+                    naive_softmax(x, want, d[0], d[1] * d[2], 1, lg);
+                else
+                    naive_softmax(x, want, d[0], d[1], d[2], lg);
                 R r;
                 ASSERT_EQ(t_run(&t, nd, NULL, &r), INGOT_OK);
                 for (int64_t i = 0; i < n; i++) ASSERT_NEAR(getf(&r.out[0], i), want[i], 2e-6);
@@ -564,8 +574,10 @@ TEST(batchnorm_opsets)
             t_f32(&t, "x", 4, d, x);
             const char *names[4] = {"s", "b", "m", "v"};
             for (int i = 0; i < 4; i++) {
-                if (spatial) t_f32(&t, names[i], 1, &c, pp + i * np);
-                else t_f32(&t, names[i], 3, pd, pp + i * np);
+                if (spatial)
+                    t_f32(&t, names[i], 1, &c, pp + i * np);
+                else
+                    t_f32(&t, names[i], 3, pd, pp + i * np);
             }
             ig_node *n = t_node(&t, "BatchNormalization", opset, "x,s,b,m,v", "y");
             a_float(n, "epsilon", 1e-3f);
@@ -629,9 +641,12 @@ static void naive_reduce(const float *x, int rank, const int64_t *d, const bool 
         for (int k = 0; k < rank; k++)
             if (!mask[k]) o = o * d[k] + idx[k];
         double v = x[i];
-        if (kind <= 1) acc[o] += v;
-        else if (kind == 2) acc[o] = fmax(acc[o], v);
-        else acc[o] = fmin(acc[o], v);
+        if (kind <= 1)
+            acc[o] += v;
+        else if (kind == 2)
+            acc[o] = fmax(acc[o], v);
+        else
+            acc[o] = fmin(acc[o], v);
         cnt[o]++;
         for (int k = rank - 1; k >= 0; k--) {
             if (++idx[k] < d[k]) break;
@@ -755,8 +770,10 @@ TEST(reduce_empty_and_noop)
         ASSERT_STREQ(shp(&t, out), "[2,1,3]");
         for (int i = 0; i < 6; i++) {
             double v = getf(&r.out[0], i);
-            if (isnan(want[k])) ASSERT(isnan(v));
-            else ASSERT_EQ(v, want[k]);
+            if (isnan(want[k]))
+                ASSERT(isnan(v));
+            else
+                ASSERT_EQ(v, want[k]);
         }
         r_free(&r);
     }
@@ -825,7 +842,8 @@ TEST(reduce_infer_symbolic_and_errors)
     n = t_node(&t, "ReduceSum", 13, "x", "e2");
     a_ints(&t, n, "axes", 1, &m1);
     ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
-    ASSERT_CONTAINS(t.err.msg, "attribute 'axes' is not valid in opset 13: since opset 13 the axes are the second input");
+    ASSERT_CONTAINS(t.err.msg,
+                    "attribute 'axes' is not valid in opset 13: since opset 13 the axes are the second input");
     n = t_node(&t, "ReduceMax", 18, "x,dup", "e3");
     ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "axis -2 appears more than once in 'axes'");
@@ -1043,7 +1061,7 @@ TEST(resize_integer_rounding)
     n = t_node(&t, "Resize", 13, "x,roi,,sz", "yl");
     a_str(n, "mode", "linear");
     ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
-    ASSERT_EQ(geti(&r.out[0], 3), 64); /* 63.75 rounds to nearest */
+    ASSERT_EQ(geti(&r.out[0], 3), 64);  /* 63.75 rounds to nearest */
     ASSERT_EQ(geti(&r.out[0], 4), 191); /* 191.25 */
     r_free(&r);
     t_free(&t);
@@ -1293,6 +1311,5 @@ TEST_MAIN(RUN(softmax_hand_values); RUN(softmax_opset_semantics); RUN(softmax_de
           RUN(layernorm_infer); RUN(layernorm_broadcast_scale); RUN(instancenorm_random); RUN(batchnorm_opsets);
           RUN(batchnorm_infer_and_errors); RUN(reduce_all_axis_subsets); RUN(reduce_integers_exact);
           RUN(reduce_empty_and_noop); RUN(reduce_infer_symbolic_and_errors); RUN(argmax_ties_nan_opsets);
-          RUN(resize_hand_values); RUN(resize_legacy_opsets); RUN(resize_integer_rounding);
-          RUN(resize_infer_symbolic); RUN(resize_errors); RUN(threads_match_serial); RUN(depth_to_space_modes);
-          RUN(flops_conventions))
+          RUN(resize_hand_values); RUN(resize_legacy_opsets); RUN(resize_integer_rounding); RUN(resize_infer_symbolic);
+          RUN(resize_errors); RUN(threads_match_serial); RUN(depth_to_space_modes); RUN(flops_conventions))

@@ -16,7 +16,10 @@ static void inspect_usage(FILE *f)
 
 static int cmp_count(const void *a, const void *b)
 {
-    const struct { const char *op; int n; } *x = a, *y = b;
+    const struct {
+        const char *op;
+        int n;
+    } *x = a, *y = b;
     if (x->n != y->n) return y->n - x->n;
     return strcmp(x->op, y->op);
 }
@@ -63,7 +66,8 @@ int ig__cmd_inspect(int argc, char **argv)
     int64_t batch = 0;
     int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--batch", argv[++i], 1, &batch)) return 2;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -73,7 +77,8 @@ int ig__cmd_inspect(int argc, char **argv)
             fprintf(stderr, "ingot inspect: unexpected argument '%s'\n", argv[i]);
             inspect_usage(stderr);
             return 2;
-        } else path = argv[i];
+        } else
+            path = argv[i];
     }
     if (!path) {
         inspect_usage(stderr);
@@ -126,7 +131,10 @@ int ig__cmd_inspect(int argc, char **argv)
     if (!mi.all_shapes_known) printf("note: some shapes stay symbolic; their nodes count 0 above\n");
 
     int64_t nn = ingot_model_node_count(m);
-    struct { const char *op; int n; } *hist = calloc((size_t)nn + 1, sizeof *hist);
+    struct {
+        const char *op;
+        int n;
+    } *hist = calloc((size_t)nn + 1, sizeof *hist);
     int nh = 0;
     if (!hist) goto out;
     for (int64_t i = 0; i < nn; i++) {

@@ -67,16 +67,28 @@ static int random_input(const ingot_tensor_info *ti, int64_t batch, uint64_t *se
         double u = (double)(r >> 11) / 9007199254740992.0; /* [0,1) */
         unsigned char *p = (unsigned char *)t->data + (size_t)i * es;
         switch (ti->dtype) {
-        case INGOT_DTYPE_FLOAT: { float f = (float)(2 * u - 1); memcpy(p, &f, 4); break; }
-        case INGOT_DTYPE_DOUBLE: { double f = 2 * u - 1; memcpy(p, &f, 8); break; }
+        case INGOT_DTYPE_FLOAT: {
+            float f = (float)(2 * u - 1);
+            memcpy(p, &f, 4);
+            break;
+        }
+        case INGOT_DTYPE_DOUBLE: {
+            double f = 2 * u - 1;
+            memcpy(p, &f, 8);
+            break;
+        }
         case INGOT_DTYPE_BOOL: *p = (unsigned char)(r & 1); break;
-        case INGOT_DTYPE_FLOAT16: case INGOT_DTYPE_BFLOAT16: {
+        case INGOT_DTYPE_FLOAT16:
+        case INGOT_DTYPE_BFLOAT16: {
             /* small integers are exact in both half formats */
             float f = (float)((int)(u * 9) - 4);
             uint32_t x;
             memcpy(&x, &f, 4);
-            uint16_t h = ti->dtype == INGOT_DTYPE_BFLOAT16 ? (uint16_t)(x >> 16)
-                       : (uint16_t)(f == 0 ? 0 : ((x >> 16) & 0x8000) | ((((x >> 23) & 0xff) - 112) << 10) | ((x >> 13) & 0x3ff));
+            uint16_t h = ti->dtype == INGOT_DTYPE_BFLOAT16
+                             ? (uint16_t)(x >> 16)
+                             : (uint16_t)(f == 0 ? 0
+                                                 : ((x >> 16) & 0x8000) | ((((x >> 23) & 0xff) - 112) << 10) |
+                                                       ((x >> 13) & 0x3ff));
             memcpy(p, &h, 2);
             break;
         }
@@ -99,11 +111,27 @@ static void checksum(const ingot_tensor *t, double *sum, double *abs_sum)
         const unsigned char *p = (const unsigned char *)t->data + i * es;
         double v = 0;
         switch (t->dtype) {
-        case INGOT_DTYPE_FLOAT: { float f; memcpy(&f, p, 4); v = f; break; }
+        case INGOT_DTYPE_FLOAT: {
+            float f;
+            memcpy(&f, p, 4);
+            v = f;
+            break;
+        }
         case INGOT_DTYPE_DOUBLE: memcpy(&v, p, 8); break;
-        case INGOT_DTYPE_INT64: { int64_t x; memcpy(&x, p, 8); v = (double)x; break; }
-        case INGOT_DTYPE_INT32: { int32_t x; memcpy(&x, p, 4); v = x; break; }
-        case INGOT_DTYPE_BOOL: case INGOT_DTYPE_UINT8: v = *p; break;
+        case INGOT_DTYPE_INT64: {
+            int64_t x;
+            memcpy(&x, p, 8);
+            v = (double)x;
+            break;
+        }
+        case INGOT_DTYPE_INT32: {
+            int32_t x;
+            memcpy(&x, p, 4);
+            v = x;
+            break;
+        }
+        case INGOT_DTYPE_BOOL:
+        case INGOT_DTYPE_UINT8: v = *p; break;
         case INGOT_DTYPE_INT8: v = (int8_t)*p; break;
         default: v = 0; break;
         }
@@ -118,8 +146,8 @@ static void file_name(const char *name, char *buf, size_t n)
     size_t i = 0;
     for (; name[i] && i + 1 < n; i++) {
         char c = name[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                 c == '_' || c == '-';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
         buf[i] = ok ? c : '_';
     }
     buf[i] = '\0';
@@ -134,17 +162,22 @@ int ig__cmd_run(int argc, char **argv)
     char **file_args = calloc((size_t)argc + 1, sizeof(char *));
     if (!file_args) return 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--input") && i + 1 < argc) file_args[n_files++] = argv[++i];
-        else if (!strcmp(argv[i], "--debug-memory")) debug_memory = 1;
-        else if (!strcmp(argv[i], "--no-memory-reuse")) no_reuse = 1;
-        else if (!strcmp(argv[i], "--memory")) show_memory = 1;
+        if (!strcmp(argv[i], "--input") && i + 1 < argc)
+            file_args[n_files++] = argv[++i];
+        else if (!strcmp(argv[i], "--debug-memory"))
+            debug_memory = 1;
+        else if (!strcmp(argv[i], "--no-memory-reuse"))
+            no_reuse = 1;
+        else if (!strcmp(argv[i], "--memory"))
+            show_memory = 1;
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--batch", argv[++i], 1, &batch)) return 2;
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--seed", argv[++i], 0, &seed)) return 2;
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--threads", argv[++i], 1, &threads)) return 2;
-        } else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) out_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc)
+            out_dir = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             run_usage(stdout);
             free(file_args);
@@ -154,7 +187,8 @@ int ig__cmd_run(int argc, char **argv)
             run_usage(stderr);
             free(file_args);
             return 2;
-        } else path = argv[i];
+        } else
+            path = argv[i];
     }
     if (!path) {
         run_usage(stderr);
@@ -198,7 +232,8 @@ int ig__cmd_run(int argc, char **argv)
         const char *eq = strchr(file_args[f], '=');
         int known = 0;
         for (int64_t i = 0; eq && i < n_in; i++)
-            known |= (size_t)(eq - file_args[f]) == strlen(in[i].name) && !strncmp(file_args[f], in[i].name, (size_t)(eq - file_args[f]));
+            known |= (size_t)(eq - file_args[f]) == strlen(in[i].name) &&
+                     !strncmp(file_args[f], in[i].name, (size_t)(eq - file_args[f]));
         if (!known) {
             fprintf(stderr, "ingot run: --input '%s' does not name a model input (NAME=FILE)\n", file_args[f]);
             goto out;
@@ -266,8 +301,10 @@ int ig__cmd_run(int argc, char **argv)
     rc = 0;
 out:
     for (int64_t i = 0; in && i < n_in; i++) {
-        if (from_file[i]) ingot_tensor_free(&in[i]);
-        else free(in[i].data);
+        if (from_file[i])
+            ingot_tensor_free(&in[i]);
+        else
+            free(in[i].data);
     }
     free(in);
     free(from_file);

@@ -11,22 +11,21 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: ingot <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  inspect MODEL.onnx [--batch N] [--json]     inputs, outputs, op histogram, parameters,\n"
-            "                                              per-node shapes, FLOPs and bytes\n"
-            "  run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
-            "                                              run on the CPU backend; inputs from .npy/.pb\n"
-            "                                              files or seeded random; outputs as .npy\n"
-            "  plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE]\n"
-            "                                              the static memory plan of the activations\n"
-            "  bench MODEL.onnx [--fp16] [--batch N] [--duration S] [--json]\n"
-            "                                              throughput, latency, memory on the GPU\n"
-            "  version                                     print the version\n"
-            "\n"
-            "Run `ingot <command> --help` for a command's options.\n");
+    fprintf(f, "usage: ingot <command> [options]\n"
+               "\n"
+               "commands:\n"
+               "  inspect MODEL.onnx [--batch N] [--json]     inputs, outputs, op histogram, parameters,\n"
+               "                                              per-node shapes, FLOPs and bytes\n"
+               "  run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
+               "                                              run on the CPU backend; inputs from .npy/.pb\n"
+               "                                              files or seeded random; outputs as .npy\n"
+               "  plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE]\n"
+               "                                              the static memory plan of the activations\n"
+               "  bench MODEL.onnx [--fp16] [--batch N] [--duration S] [--json]\n"
+               "                                              throughput, latency, memory on the GPU\n"
+               "  version                                     print the version\n"
+               "\n"
+               "Run `ingot <command> --help` for a command's options.\n");
 }
 
 int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out)
