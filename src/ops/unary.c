@@ -840,75 +840,30 @@ static ingot_status cast_infer(ig_infer *cx)
     return INGOT_OK;
 }
 
-/* Stores of a chunk of computed values into the destination type. */
-#define STORE_CASES(SRC, CONV_INT, CONV_U64, TO_F32, TO_HALF_SRC)                    \
-    switch (t) {                                                                     \
-    case INGOT_DTYPE_FLOAT: {                                                        \
-        float *d = (float *)dst + off;                                               \
-        for (int64_t i = 0; i < n; i++) d[i] = TO_F32(SRC[i]);                       \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_DOUBLE: {                                                       \
-        double *d = (double *)dst + off;                                             \
-        for (int64_t i = 0; i < n; i++) d[i] = (double)SRC[i];                       \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_FLOAT16: {                                                      \
-        uint16_t *d = (uint16_t *)dst + off;                                         \
-        for (int64_t i = 0; i < n; i++) d[i] = ig__f32_to_f16(TO_HALF_SRC(SRC[i]));  \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_BFLOAT16: {                                                     \
-        uint16_t *d = (uint16_t *)dst + off;                                         \
-        for (int64_t i = 0; i < n; i++) d[i] = ig__f32_to_bf16(TO_HALF_SRC(SRC[i])); \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_BOOL: {                                                         \
-        uint8_t *d = (uint8_t *)dst + off;                                           \
-        for (int64_t i = 0; i < n; i++) d[i] = SRC[i] != 0;                          \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_INT8: {                                                         \
-        int8_t *d = (int8_t *)dst + off;                                             \
-        for (int64_t i = 0; i < n; i++) d[i] = (int8_t)CONV_INT(SRC[i]);             \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_INT16: {                                                        \
-        int16_t *d = (int16_t *)dst + off;                                           \
-        for (int64_t i = 0; i < n; i++) d[i] = (int16_t)CONV_INT(SRC[i]);            \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_INT32: {                                                        \
-        int32_t *d = (int32_t *)dst + off;                                           \
-        for (int64_t i = 0; i < n; i++) d[i] = (int32_t)CONV_INT(SRC[i]);            \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_INT64: {                                                        \
-        int64_t *d = (int64_t *)dst + off;                                           \
-        for (int64_t i = 0; i < n; i++) d[i] = (int64_t)CONV_INT(SRC[i]);            \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_UINT8: {                                                        \
-        uint8_t *d = (uint8_t *)dst + off;                                           \
-        for (int64_t i = 0; i < n; i++) d[i] = (uint8_t)CONV_INT(SRC[i]);            \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_UINT16: {                                                       \
-        uint16_t *d = (uint16_t *)dst + off;                                         \
-        for (int64_t i = 0; i < n; i++) d[i] = (uint16_t)CONV_INT(SRC[i]);           \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_UINT32: {                                                       \
-        uint32_t *d = (uint32_t *)dst + off;                                         \
-        for (int64_t i = 0; i < n; i++) d[i] = (uint32_t)CONV_INT(SRC[i]);           \
-        return;                                                                      \
-    }                                                                                \
-    case INGOT_DTYPE_UINT64: {                                                       \
-        uint64_t *d = (uint64_t *)dst + off;                                         \
-        for (int64_t i = 0; i < n; i++) d[i] = (uint64_t)CONV_U64(SRC[i]);           \
-        return;                                                                      \
-    }                                                                                \
-    default: return;                                                                 \
+/* Stores of a chunk of computed values into the destination type: one case per type, each a plain
+ * loop the compiler vectorises. */
+#define STORE_CASE(DT, CT, EXPR)                           \
+    case DT: {                                             \
+        CT *d = (CT *)dst + off;                           \
+        for (int64_t i = 0; i < n; i++) d[i] = (CT)(EXPR); \
+        return;                                            \
+    }
+#define STORE_CASES(SRC, CONV_INT, CONV_U64, TO_F32, TO_HALF_SRC)                        \
+    switch (t) {                                                                         \
+        STORE_CASE(INGOT_DTYPE_FLOAT, float, TO_F32(SRC[i]))                             \
+        STORE_CASE(INGOT_DTYPE_DOUBLE, double, SRC[i])                                   \
+        STORE_CASE(INGOT_DTYPE_FLOAT16, uint16_t, ig__f32_to_f16(TO_HALF_SRC(SRC[i])))   \
+        STORE_CASE(INGOT_DTYPE_BFLOAT16, uint16_t, ig__f32_to_bf16(TO_HALF_SRC(SRC[i]))) \
+        STORE_CASE(INGOT_DTYPE_BOOL, uint8_t, SRC[i] != 0)                               \
+        STORE_CASE(INGOT_DTYPE_INT8, int8_t, CONV_INT(SRC[i]))                           \
+        STORE_CASE(INGOT_DTYPE_INT16, int16_t, CONV_INT(SRC[i]))                         \
+        STORE_CASE(INGOT_DTYPE_INT32, int32_t, CONV_INT(SRC[i]))                         \
+        STORE_CASE(INGOT_DTYPE_INT64, int64_t, CONV_INT(SRC[i]))                         \
+        STORE_CASE(INGOT_DTYPE_UINT8, uint8_t, CONV_INT(SRC[i]))                         \
+        STORE_CASE(INGOT_DTYPE_UINT16, uint16_t, CONV_INT(SRC[i]))                       \
+        STORE_CASE(INGOT_DTYPE_UINT32, uint32_t, CONV_INT(SRC[i]))                       \
+        STORE_CASE(INGOT_DTYPE_UINT64, uint64_t, CONV_U64(SRC[i]))                       \
+    default: return;                                                                     \
     }
 
 #define ID(v)          (v)
