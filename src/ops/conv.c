@@ -856,47 +856,70 @@ IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
     }
 }
 
-static ingot_status conv_cpu(ig_exec *ex)
+/* What Conv and ConvTranspose do before their arithmetic: check weights and bias against the input,
+ * carve the scratch (fp32 copies of non-fp32 tensors, the GEMM workspace), and give fp32 views. */
+typedef void (*layout_fn)(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf);
+typedef struct conv_io {
+    geom gm;
+    conv_buffers bf;
+    const float *x, *w, *b;
+    float *y;
+    void *own; /* scratch allocated here when the executor gave none: free after */
+    bool empty;
+} conv_io;
+
+static ingot_status conv_begin(ig_exec *ex, win_kind kind, layout_fn layout, conv_io *io)
 {
     const ig_tensor *xt = ex->in[0], *wt = ex->in[1];
     const ig_tensor *bt = ex->n_in > 2 ? ex->in[2] : NULL;
     ig_tensor *yt = ex->out[0];
+    memset(io, 0, sizeof *io);
     if (wt->rank != xt->rank)
         return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "weight rank %d differs from input rank %d",
                          (int)wt->rank, (int)xt->rank);
-    geom gm;
-    ingot_status st = make_geom(ex->err, ex->node, WIN_CONV, xt->rank, xt->dims, wt->dims, &gm);
+    ingot_status st = make_geom(ex->err, ex->node, kind, xt->rank, xt->dims, wt->dims, &io->gm);
     if (st != INGOT_OK) return st;
-    if (bt && bt->numel != gm.m)
+    if (bt && bt->numel != io->gm.m)
         return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE,
-                         "bias has %" PRId64 " values for %" PRId64 " output channels", bt->numel, gm.m);
-    if (yt->numel == 0) return INGOT_OK;
-
-    carver cv = {0};
-    conv_buffers bf;
-    conv_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
-    char *base = NULL;
-    void *own;
-    if ((st = get_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
-    cv = (carver){base, 0};
-    conv_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
-
-    const float *x, *w, *b = NULL;
-    float *y;
-    if (xt->dtype == INGOT_DTYPE_FLOAT) {
-        x = xt->data;
-        w = wt->data;
-        b = bt ? bt->data : NULL;
-        y = yt->data;
-    } else {
-        to_f32(xt, bf.x);
-        to_f32(wt, bf.w);
-        if (bt) to_f32(bt, bf.b);
-        x = bf.x;
-        w = bf.w;
-        b = bt ? bf.b : NULL;
-        y = bf.y;
+                         "bias has %" PRId64 " values for %" PRId64 " output channels", bt->numel, io->gm.m);
+    if (yt->numel == 0) {
+        io->empty = true;
+        return INGOT_OK;
     }
+    carver cv = {0};
+    layout(&io->gm, xt->dtype, bt != NULL, &cv, &io->bf);
+    char *base = NULL;
+    if ((st = get_scratch(ex, cv.off, &base, &io->own)) != INGOT_OK) return st;
+    cv = (carver){base, 0};
+    layout(&io->gm, xt->dtype, bt != NULL, &cv, &io->bf);
+    if (xt->dtype == INGOT_DTYPE_FLOAT) {
+        io->x = xt->data;
+        io->w = wt->data;
+        io->b = bt ? bt->data : NULL;
+        io->y = yt->data;
+    } else {
+        to_f32(xt, io->bf.x);
+        to_f32(wt, io->bf.w);
+        if (bt) to_f32(bt, io->bf.b);
+        io->x = io->bf.x;
+        io->w = io->bf.w;
+        io->b = bt ? io->bf.b : NULL;
+        io->y = io->bf.y;
+    }
+    return INGOT_OK;
+}
+
+static ingot_status conv_cpu(ig_exec *ex)
+{
+    ig_tensor *yt = ex->out[0];
+    conv_io io;
+    ingot_status st = conv_begin(ex, WIN_CONV, conv_layout, &io);
+    if (st != INGOT_OK || io.empty) return st;
+    const geom gm = io.gm;
+    const conv_buffers bf = io.bf;
+    const float *x = io.x, *w = io.w, *b = io.b;
+    float *y = io.y;
+    void *own = io.own;
 
     conv_path path = conv_choose(&gm);
     if (path == PATH_DEPTHWISE) {
@@ -915,7 +938,7 @@ static ingot_status conv_cpu(ig_exec *ex)
                                  gm.out_sp, b ? b + gi * gm.mg : NULL, bf.ws, bf.ws_bytes);
             }
     }
-    if (xt->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
+    if (ex->in[0]->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
     if (own) ig__free_aligned(own);
     return INGOT_OK;
 }
@@ -1012,45 +1035,15 @@ static void col2im_range(void *arg, int64_t mb, int64_t me)
 
 static ingot_status conv_transpose_cpu(ig_exec *ex)
 {
-    const ig_tensor *xt = ex->in[0], *wt = ex->in[1];
-    const ig_tensor *bt = ex->n_in > 2 ? ex->in[2] : NULL;
     ig_tensor *yt = ex->out[0];
-    if (wt->rank != xt->rank)
-        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE, "weight rank %d differs from input rank %d",
-                         (int)wt->rank, (int)xt->rank);
-    geom gm;
-    ingot_status st = make_geom(ex->err, ex->node, WIN_CONVT, xt->rank, xt->dims, wt->dims, &gm);
-    if (st != INGOT_OK) return st;
-    if (bt && bt->numel != gm.m)
-        return node_fail(ex->err, ex->node, INGOT_ERR_MODEL_SHAPE,
-                         "bias has %" PRId64 " values for %" PRId64 " output channels", bt->numel, gm.m);
-    if (yt->numel == 0) return INGOT_OK;
-
-    carver cv = {0};
-    conv_buffers bf;
-    convt_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
-    char *base = NULL;
-    void *own;
-    if ((st = get_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
-    cv = (carver){base, 0};
-    convt_layout(&gm, xt->dtype, bt != NULL, &cv, &bf);
-
-    const float *x, *w, *b = NULL;
-    float *y;
-    if (xt->dtype == INGOT_DTYPE_FLOAT) {
-        x = xt->data;
-        w = wt->data;
-        b = bt ? bt->data : NULL;
-        y = yt->data;
-    } else {
-        to_f32(xt, bf.x);
-        to_f32(wt, bf.w);
-        if (bt) to_f32(bt, bf.b);
-        x = bf.x;
-        w = bf.w;
-        b = bt ? bf.b : NULL;
-        y = bf.y;
-    }
+    conv_io io;
+    ingot_status st = conv_begin(ex, WIN_CONVT, convt_layout, &io);
+    if (st != INGOT_OK || io.empty) return st;
+    const geom gm = io.gm;
+    const conv_buffers bf = io.bf;
+    const float *x = io.x, *w = io.w, *b = io.b;
+    float *y = io.y;
+    void *own = io.own;
     int64_t rows = gm.mg * gm.kprod;
     for (int64_t ni = 0; ni < gm.n; ni++)
         for (int64_t gi = 0; gi < gm.w.group; gi++) {
@@ -1067,7 +1060,7 @@ static ingot_status conv_transpose_cpu(ig_exec *ex)
             col2im_job jb = {&gm, bf.col, yg};
             ig__parallel_for(ex->pool, gm.mg, 1 + (1 << 14) / (gm.kprod * gm.in_sp + 1), col2im_range, &jb);
         }
-    if (xt->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
+    if (ex->in[0]->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
     if (own) ig__free_aligned(own);
     return INGOT_OK;
 }
