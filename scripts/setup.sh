@@ -9,6 +9,7 @@ command -v cmake >/dev/null || need_apt+=(cmake)
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v make >/dev/null || need_apt+=(make)
 command -v clang >/dev/null || need_apt+=(clang)
+command -v clang-format >/dev/null || need_apt+=(clang-format)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 if command -v clang >/dev/null; then
   rt=$(clang -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-x86_64.a
