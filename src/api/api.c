@@ -109,6 +109,8 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
     ingot_status st = path ? ig__onnx_load_file(path, &oo, &m->g, &m->file, &err)
                            : ig__onnx_load_buffer(data, n_bytes, base_dir, &oo, &m->g, &m->file, &err);
     if (st == INGOT_OK && !m->g.order) st = ig__graph_toposort(&m->g, &err);
+    if (st == INGOT_OK && !(m->bound_values = ig__calloc((size_t)m->g.n_inputs + 1, sizeof(void *))))
+        st = ig__errf(&err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     if (st == INGOT_OK) st = model_infer(m, &err);
     if (st != INGOT_OK) {
         if (path && err.msg[0] && !strstr(err.msg, path)) ig__err_prefix(&err, "%s", path);
@@ -133,6 +135,8 @@ ingot_status ingot_model_load_buffer(ingot_runtime *rt, const void *data, size_t
 void ingot_model_destroy(ingot_model *m)
 {
     if (!m) return;
+    for (int32_t i = 0; m->bound_values && i < m->g.n_inputs; i++) ig__free_aligned(m->bound_values[i]);
+    ig__free(m->bound_values);
     ig__graph_free(&m->g);
     ig__arena_free(&m->fold_arena);
     ig__onnx_close(m->file);
@@ -636,12 +640,15 @@ static ingot_status bind_inputs(ingot_model *m, const ig_profile *profiles, cons
             bool same_vals = (v->flags & IG_VAL_CONST) && v->c.n_bytes == t->bytes &&
                              (!t->bytes || !memcmp(v->c.data, t->data, t->bytes));
             if (!same_vals) {
-                void *copy = ig__arena_alloc_aligned(&g->arena, t->bytes, IG_CPU_ALIGN);
+                /* one buffer per shape input, replaced when the values change: bounded however often */
+                void *copy = ig__malloc_aligned(t->bytes ? t->bytes : 1, IG_CPU_ALIGN);
                 if (!copy) {
                     st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
                     break;
                 }
                 memcpy(copy, t->data, t->bytes);
+                ig__free_aligned(m->bound_values[i]);
+                m->bound_values[i] = copy;
                 v->flags |= IG_VAL_CONST;
                 v->c.dtype = t->dtype;
                 v->c.rank = t->rank;

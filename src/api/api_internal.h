@@ -23,6 +23,7 @@ struct ingot_model {
     ig_infer_options iopt;
     bool inferred;       /* shapes/costs reflect the current bindings */
     uint64_t generation; /* bumped at every inference: contexts re-prepare when it moves */
+    void **bound_values; /* [n_inputs] values bound to shape inputs (64-byte aligned), or NULL */
 };
 
 /* Allowed range of one input's dims (ingot_engine_set_input_profile); rank -1 when none was set. */
