@@ -1,6 +1,7 @@
 /*
  * graph_builder.h -- one-node test graphs for the op unit tests: inputs, initializers, a node with
- * attributes, and inference through the op's descriptor (as the driver would call it).
+ * attributes, inference through the op's descriptor (as the driver would call it), and a run of its CPU
+ * kernel on constant inputs.
  */
 #ifndef INGOT_TEST_GRAPH_BUILDER_H
 #define INGOT_TEST_GRAPH_BUILDER_H
@@ -198,6 +199,71 @@ static void a_floats(T *t, ig_node *n, const char *name, int c, const float *v)
     a->type = IG_ATTR_FLOATS;
     a->floats = p;
     a->n = c;
+}
+
+/* ---- CPU execution of one node whose inputs are all constants ---- */
+
+typedef struct R {
+    ig_tensor in[8], out[8];
+    const ig_tensor *inp[8];
+    ig_tensor *outp[8];
+    void *scratch;
+    int n_out;
+} R;
+
+static void r_free(R *r)
+{
+    for (int i = 0; i < 8; i++) {
+        ig__free_aligned(r->in[i].data);
+        ig__free_aligned(r->out[i].data);
+    }
+    ig__free_aligned(r->scratch);
+    memset(r, 0, sizeof *r);
+}
+
+static void tensor_from_value(ig_tensor *te, const ig_value *v)
+{
+    int64_t dims[IG_MAX_RANK];
+    for (int i = 0; i < v->shape.rank; i++) dims[i] = v->shape.d[i].n;
+    ig__tensor_set_shape(te, v->dtype, v->shape.rank, dims);
+    size_t bytes = (size_t)te->numel * ingot_dtype_size(v->dtype);
+    te->data = ig__malloc_aligned(bytes ? bytes : 64, 64);
+}
+
+/* Infer, then run the CPU kernel (serially when pool is NULL). */
+static ingot_status t_run(T *t, ig_node *n, struct ig_pool *pool, R *r)
+{
+    memset(r, 0, sizeof *r);
+    ingot_status st = t_infer(t, n);
+    if (st != INGOT_OK) return st;
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (n->inputs[i] < 0) continue;
+        const ig_value *v = &t->g.values[n->inputs[i]];
+        tensor_from_value(&r->in[i], v);
+        if (v->c.n_bytes) memcpy(r->in[i].data, v->c.data, v->c.n_bytes);
+        r->inp[i] = &r->in[i];
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        if (n->outputs[i] < 0) continue;
+        tensor_from_value(&r->out[i], &t->g.values[n->outputs[i]]);
+        memset(r->out[i].data, 0xAB, (size_t)r->out[i].numel * ingot_dtype_size(r->out[i].dtype));
+        r->outp[i] = &r->out[i];
+    }
+    r->n_out = n->n_outputs;
+    const ig_op_def *d = def_of(n);
+    size_t sb = d->cpu_scratch ? d->cpu_scratch(&t->g, n) : 0;
+    if (sb) r->scratch = ig__malloc_aligned(sb, 64);
+    ig_exec ex = {.g = &t->g,
+                  .node = n,
+                  .n_in = n->n_inputs,
+                  .n_out = n->n_outputs,
+                  .in = r->inp,
+                  .out = r->outp,
+                  .scratch = r->scratch,
+                  .scratch_bytes = sb,
+                  .pool = pool,
+                  .err = &t->err};
+    return d->cpu(&ex);
 }
 
 #endif
