@@ -598,16 +598,35 @@ typedef struct conv_buffers {
     size_t ws_bytes;
 } conv_buffers;
 
+/* fp32 copies of x, w, b and y when the tensors are another float type (the same counts for Conv and
+ * ConvTranspose: both weights hold group * mg * cg * kprod values). */
+static void carve_f32_copies(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf)
+{
+    memset(bf, 0, sizeof *bf);
+    if (dt == INGOT_DTYPE_FLOAT) return;
+    bf->x = carve(cv, gm->n * gm->c * gm->in_sp);
+    bf->w = carve(cv, gm->m * gm->cg * gm->kprod);
+    if (has_bias) bf->b = carve(cv, gm->m);
+    bf->y = carve(cv, gm->n * gm->m * gm->out_sp);
+}
+
+typedef void (*layout_fn)(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf);
+
+/* Scratch bytes of a Conv/ConvTranspose node: its layout carved over no memory. */
+static size_t layout_scratch(const ig_graph *g, const ig_node *n, win_kind kind, layout_fn layout)
+{
+    geom gm;
+    if (!graph_geom(g, n, kind, &gm)) return 0;
+    carver cv = {0};
+    conv_buffers bf;
+    layout(&gm, g->values[n->inputs[0]].dtype, node_has_input(n, 2), &cv, &bf);
+    return cv.off;
+}
+
 /* Lay out (or size, when cv->base is NULL) Conv's scratch. */
 static void conv_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf)
 {
-    memset(bf, 0, sizeof *bf);
-    if (dt != INGOT_DTYPE_FLOAT) {
-        bf->x = carve(cv, gm->n * gm->c * gm->in_sp);
-        bf->w = carve(cv, gm->m * gm->cg * gm->kprod);
-        if (has_bias) bf->b = carve(cv, gm->m);
-        bf->y = carve(cv, gm->n * gm->m * gm->out_sp);
-    }
+    carve_f32_copies(gm, dt, has_bias, cv, bf);
     conv_path path = conv_choose(gm);
     int64_t kdim = gm->cg * gm->kprod;
     if (path != PATH_DEPTHWISE) {
@@ -616,15 +635,7 @@ static void conv_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *c
     }
 }
 
-static size_t conv_scratch(const ig_graph *g, const ig_node *n)
-{
-    geom gm;
-    if (!graph_geom(g, n, WIN_CONV, &gm)) return 0;
-    carver cv = {0};
-    conv_buffers bf;
-    conv_layout(&gm, g->values[n->inputs[0]].dtype, node_has_input(n, 2), &cv, &bf);
-    return cv.off;
-}
+static size_t conv_scratch(const ig_graph *g, const ig_node *n) { return layout_scratch(g, n, WIN_CONV, conv_layout); }
 
 /*
  * Implicit im2col: the SGEMM asks for panels of B = col[C/g * k, out] and this packer builds them
@@ -858,7 +869,6 @@ IG_CLONES static void depthwise_range(void *arg, int64_t pb_, int64_t pe_)
 
 /* What Conv and ConvTranspose do before their arithmetic: check weights and bias against the input,
  * carve the scratch (fp32 copies of non-fp32 tensors, the GEMM workspace), and give fp32 views. */
-typedef void (*layout_fn)(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf);
 typedef struct conv_io {
     geom gm;
     conv_buffers bf;
@@ -957,13 +967,7 @@ static double conv_flops(const ig_graph *g, const ig_node *n)
 
 static void convt_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf)
 {
-    memset(bf, 0, sizeof *bf);
-    if (dt != INGOT_DTYPE_FLOAT) {
-        bf->x = carve(cv, gm->n * gm->c * gm->in_sp);
-        bf->w = carve(cv, gm->c * gm->mg * gm->kprod);
-        if (has_bias) bf->b = carve(cv, gm->m);
-        bf->y = carve(cv, gm->n * gm->m * gm->out_sp);
-    }
+    carve_f32_copies(gm, dt, has_bias, cv, bf);
     bf->col = carve(cv, gm->mg * gm->kprod * gm->in_sp);
     bf->ws_bytes = ig__sgemm_ws_bytes(gm->mg * gm->kprod, gm->in_sp, gm->cg);
     bf->ws = carve(cv, (int64_t)(bf->ws_bytes / sizeof(float)) + 1);
@@ -971,12 +975,7 @@ static void convt_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *
 
 static size_t conv_transpose_scratch(const ig_graph *g, const ig_node *n)
 {
-    geom gm;
-    if (!graph_geom(g, n, WIN_CONVT, &gm)) return 0;
-    carver cv = {0};
-    conv_buffers bf;
-    convt_layout(&gm, g->values[n->inputs[0]].dtype, node_has_input(n, 2), &cv, &bf);
-    return cv.off;
+    return layout_scratch(g, n, WIN_CONVT, convt_layout);
 }
 
 /* col2im for output channels [mb, me) of one image and group: y[o] += col[(m * kprod + kidx) * in_sp + i]
