@@ -89,6 +89,11 @@ if [ $ok_build = 1 ]; then
                 "$bin/tests/gpu/test_gpu" --no-leak "$d"
         fi
     done
+    # the attention models again with the 4-warp kernel forced (their default at these sizes is 1 warp)
+    for d in "$work"/gm/sdpa_*; do
+        stage "gpu test $(basename "$d") (4-warp attention)" 120 env INGOT_CUDA_ATTENTION_WIDE=1 \
+            "$bin/tests/gpu/test_gpu" --no-leak "$d"
+    done
     if [ "${INGOT_SKIP_SANITIZER:-0}" = 1 ]; then
         say "::: compute-sanitizer skipped (INGOT_SKIP_SANITIZER=1)"
     elif command -v compute-sanitizer >/dev/null; then

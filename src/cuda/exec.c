@@ -128,10 +128,10 @@ ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_opti
     e->lo.nhwc = !(env && env[0] == '1');
     env = getenv("INGOT_CUDA_GELU_EPILOGUE");
     e->lo.gelu_epilogue = !(env && env[0] == '0');
-    /* The fused attention kernel is correct (tests) but, as written, slower than cuBLASLt + softmax on
-     * the benchmark shapes (see bench/RESULTS.md): opt-in until it is faster. */
+    /* The fused (flash) attention kernel: on by default; INGOT_CUDA_ATTENTION=0 keeps cuBLASLt + softmax
+     * (for comparison and diagnosis). */
     env = getenv("INGOT_CUDA_ATTENTION");
-    e->lo.attention = env && env[0] == '1';
+    e->lo.attention = !(env && env[0] == '0');
     if (shapes_concrete(g)) {
         ig_cu_prog p;
         if ((st = ig__cu_lower(g, &e->lo, &p, err)) != INGOT_OK) goto fail;

@@ -47,6 +47,7 @@ static void bench_usage(FILE *f)
                "  --json          one JSON object on stdout\n"
                "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256)\n"
                "  --profile       also time every step once (stream execution) and list the slowest\n"
+               "                  (--profile-all: and then every step in program order)\n"
                "  --cpu           time the CPU backend even when a GPU is present\n");
 }
 
@@ -158,6 +159,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             o->json = 1;
         else if (!strcmp(a, "--profile"))
             o->profile = 1;
+        else if (!strcmp(a, "--profile-all"))
+            o->profile = 2;
         else if (!strcmp(a, "--cpu"))
             o->cpu = 1;
         else if (!strcmp(a, "--batch") && i + 1 < argc) {
@@ -569,6 +572,9 @@ static int bench_gpu(const bench_opts *o)
                     }
                 if (cnt) fprintf(pf, "    %-10s %4d steps %9.4f ms %5.1f%%\n", kinds[q], cnt, s, 100 * s / tot);
             }
+            if (o->profile == 2)
+                for (int64_t k = 0; k < n_prof; k++)
+                    fprintf(pf, "    step %4" PRId64 "  %8.4f ms  %s\n", k, pms[k], labels[k]);
             free(idx);
         }
     }

@@ -227,56 +227,81 @@ template <int EPL> __global__ void __launch_bounds__(NORM_WARPS * 32) layernorm_
     }
 }
 
-/* fp16 rows whose length is a multiple of 256: lane l holds the 8-element chunks l, l+32, ... loaded
- * and stored as 16 bytes. CH chunks per lane at most (cols <= CH * 256). */
+/* fp16 rows of exactly CH * 256 elements: lane l holds the 8-element chunks l, l+32, ... loaded and
+ * stored as 16 bytes. Every load -- the row and, when they are fp32, gamma and beta as float4 -- is
+ * issued before the first reduction, so a warp keeps all of its row's bytes in flight at once. */
 template <int CH> __global__ void __launch_bounds__(NORM_WARPS * 32) layernorm_warp_h8(const ig_layernorm_args a)
 {
     const int64_t row = (int64_t)blockIdx.x * NORM_WARPS + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (row >= a.rows) return;
-    const int nch = (int)(a.cols / 256);
     const __half *x = (const __half *)a.x + row * a.cols;
     __half *y = (__half *)a.y + row * a.cols;
+    const bool wf32 = a.wdtype == INGOT_DTYPE_FLOAT;
+    uint4 u[CH];
+    float4 gv[CH][2], bv[CH][2];
+#pragma unroll
+    for (int i = 0; i < CH; i++) {
+        const int64_t c0 = (int64_t)(lane + 32 * i) * 8;
+        u[i] = __ldg((const uint4 *)(x + c0));
+        if (wf32) {
+            gv[i][0] = __ldg((const float4 *)a.gamma + c0 / 4);
+            gv[i][1] = __ldg((const float4 *)a.gamma + c0 / 4 + 1);
+            if (a.beta) {
+                bv[i][0] = __ldg((const float4 *)a.beta + c0 / 4);
+                bv[i][1] = __ldg((const float4 *)a.beta + c0 / 4 + 1);
+            } else {
+                bv[i][0] = bv[i][1] = make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+        } else {
+            float gg[8], bb[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                gg[j] = ld(a.gamma, c0 + j, a.wdtype);
+                bb[j] = a.beta ? ld(a.beta, c0 + j, a.wdtype) : 0.f;
+            }
+            gv[i][0] = make_float4(gg[0], gg[1], gg[2], gg[3]);
+            gv[i][1] = make_float4(gg[4], gg[5], gg[6], gg[7]);
+            bv[i][0] = make_float4(bb[0], bb[1], bb[2], bb[3]);
+            bv[i][1] = make_float4(bb[4], bb[5], bb[6], bb[7]);
+        }
+    }
     float v[CH][8];
     float s = 0.f;
 #pragma unroll
     for (int i = 0; i < CH; i++) {
-        if (i >= nch) break;
-        uint4 u = *(const uint4 *)(x + (int64_t)(lane + 32 * i) * 8);
-        const __half2 *h = (const __half2 *)&u;
+        const __half2 *hp = (const __half2 *)&u[i];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            float2 f = __half22float2(h[j]);
+            float2 f = __half22float2(hp[j]);
             v[i][2 * j] = f.x;
             v[i][2 * j + 1] = f.y;
             s += f.x + f.y;
         }
     }
-    const float mean = warp_sum(s) / (float)a.cols;
+    const float mean = warp_sum(s) * (1.f / (float)(CH * 256));
     float q = 0.f;
 #pragma unroll
-    for (int i = 0; i < CH; i++) {
-        if (i >= nch) break;
+    for (int i = 0; i < CH; i++)
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             float d = v[i][j] - mean;
             q += d * d;
         }
-    }
-    const float rstd = rsqrtf(warp_sum(q) / (float)a.cols + a.eps);
+    const float rstd = rsqrtf(warp_sum(q) * (1.f / (float)(CH * 256)) + a.eps);
 #pragma unroll
     for (int i = 0; i < CH; i++) {
-        if (i >= nch) break;
         const int64_t c0 = (int64_t)(lane + 32 * i) * 8;
+        const float g[8] = {gv[i][0].x, gv[i][0].y, gv[i][0].z, gv[i][0].w,
+                            gv[i][1].x, gv[i][1].y, gv[i][1].z, gv[i][1].w};
+        const float bb[8] = {bv[i][0].x, bv[i][0].y, bv[i][0].z, bv[i][0].w,
+                             bv[i][1].x, bv[i][1].y, bv[i][1].z, bv[i][1].w};
         uint32_t w[4];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            float o0 = (v[i][2 * j] - mean) * rstd * ld(a.gamma, c0 + 2 * j, a.wdtype) +
-                       (a.beta ? ld(a.beta, c0 + 2 * j, a.wdtype) : 0.f);
-            float o1 = (v[i][2 * j + 1] - mean) * rstd * ld(a.gamma, c0 + 2 * j + 1, a.wdtype) +
-                       (a.beta ? ld(a.beta, c0 + 2 * j + 1, a.wdtype) : 0.f);
-            __half2 h = __floats2half2_rn(o0, o1);
-            w[j] = *(uint32_t *)&h;
+            __half2 hh = __floats2half2_rn((v[i][2 * j] - mean) * rstd * g[2 * j] + bb[2 * j],
+                                           (v[i][2 * j + 1] - mean) * rstd * g[2 * j + 1] + bb[2 * j + 1]);
+            w[j] = *(uint32_t *)&hh;
         }
         *(uint4 *)(y + c0) = make_uint4(w[0], w[1], w[2], w[3]);
     }
@@ -319,8 +344,14 @@ extern "C" cudaError_t ingot_cuda_layernorm(const ig_layernorm_args *a, cudaStre
     if (a->rows <= 0 || a->cols <= 0) return cudaSuccess;
     const unsigned blocks = (unsigned)((a->rows + NORM_WARPS - 1) / NORM_WARPS);
     const bool aligned = ((uintptr_t)a->x % 16 == 0) && ((uintptr_t)a->y % 16 == 0);
-    if (a->dtype == INGOT_DTYPE_FLOAT16 && aligned && a->cols % 256 == 0 && a->cols <= 1024) {
-        layernorm_warp_h8<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a);
+    const bool waligned = ((uintptr_t)a->gamma % 16 == 0) && ((uintptr_t)a->beta % 16 == 0);
+    if (a->dtype == INGOT_DTYPE_FLOAT16 && aligned && waligned && a->cols % 256 == 0 && a->cols <= 1024) {
+        switch (a->cols / 256) {
+        case 1: layernorm_warp_h8<1><<<blocks, NORM_WARPS * 32, 0, s>>>(*a); break;
+        case 2: layernorm_warp_h8<2><<<blocks, NORM_WARPS * 32, 0, s>>>(*a); break;
+        case 3: layernorm_warp_h8<3><<<blocks, NORM_WARPS * 32, 0, s>>>(*a); break;
+        default: layernorm_warp_h8<4><<<blocks, NORM_WARPS * 32, 0, s>>>(*a); break;
+        }
         return cudaGetLastError();
     }
     const int64_t epl = (a->cols + 31) / 32;
