@@ -89,16 +89,23 @@ if [ $ok_build = 1 ]; then
                 "$bin/tests/gpu/test_gpu" --no-leak "$d"
         fi
     done
-    # the attention models again with the 4-warp kernel forced (their default at these sizes is 1 warp)
-    for d in "$work"/gm/sdpa_*; do
-        stage "gpu test $(basename "$d") (4-warp attention)" 120 env INGOT_CUDA_ATTENTION_WIDE=1 \
-            "$bin/tests/gpu/test_gpu" --no-leak "$d"
+    # the attention models again with each attention kernel forced (by default their size picks one)
+    for kern in wide narrow split; do
+        for d in "$work"/gm/sdpa_* "$work"/gm/torch_mha; do
+            stage "gpu test $(basename "$d") ($kern attention kernel)" 120 env INGOT_CUDA_ATTENTION_KERNEL=$kern \
+                "$bin/tests/gpu/test_gpu" --no-leak "$d"
+        done
     done
     if [ "${INGOT_SKIP_SANITIZER:-0}" = 1 ]; then
         say "::: compute-sanitizer skipped (INGOT_SKIP_SANITIZER=1)"
     elif command -v compute-sanitizer >/dev/null; then
         stage "compute-sanitizer memcheck (resnet_block, bert_layer)" 240 env INGOT_CUDA_TUNE=0 compute-sanitizer --tool memcheck \
             --error-exitcode 1 --print-limit 20 "$bin/tests/gpu/test_gpu" --no-leak "$work/gm/resnet_block" "$work/gm/bert_layer"
+        for kern in wide split; do
+            stage "compute-sanitizer memcheck (attention, $kern kernel)" 240 env INGOT_CUDA_TUNE=0 \
+                INGOT_CUDA_ATTENTION_KERNEL=$kern compute-sanitizer --tool memcheck --error-exitcode 1 --print-limit 20 \
+                "$bin/tests/gpu/test_gpu" --no-leak "$work/gm/sdpa_head64" "$work/gm/sdpa_head64_197"
+        done
     else
         say "::: compute-sanitizer not found: memcheck skipped"
     fi

@@ -7,6 +7,9 @@
  * cuBLASLt a matrix with one leading dimension, softmax contiguous rows) gets a copy step only when the
  * view it is handed does not already fit ("materialise"). Elementwise copies handle any strides, so a
  * transpose costs exactly one read and one write, and only where a consumer needs it.
+ * A Reshape that no strided view expresses (split heads of a packed QKV projection) stays lazy -- a
+ * finer view, regrouped -- through further Reshapes and Transposes, and is copied only for a consumer
+ * that needs it as a tensor (usually a later Reshape makes it a plain view again).
  *
  * Fusion, decided here once:
  *  - Conv [-> BatchNormalization] [-> Add(residual)] [-> Relu]: one cuDNN call (BN folded into the
@@ -16,7 +19,8 @@
  *    bias/ReLU/GELU epilogue and the residual as C with beta = 1.
  *  - Chains of elementwise nodes of one shape whose intermediates have no other consumer: one program
  *    (GELU's five nodes, masks, casts, clip).
- *  - Q K^T -> scale -> [mask] -> Softmax -> V: the fused attention kernel where it applies.
+ *  - Q K^T -> scale -> [mask] -> Softmax -> V: the fused attention kernel where it applies, writing in the
+ *    order of a Transpose that follows (so that Transpose and a Reshape after it are views).
  *
  * Every op without a lowering is reported at build time, naming node and op (ig__cu_op_unsupported).
  */
@@ -55,6 +59,18 @@ void ig__cu_prog_free(ig_cu_prog *p)
 
 /* ---- the lowering state --------------------------------------------------------------------------- */
 
+/* A Reshape result that no strided view expresses (ViT's q [S,B,E] with strides (3BE, 3E, 1) reshaped to
+ * [S, B*H, D]), kept without a copy: logical dim k is the row-major merge of n[k] consecutive dims of
+ * `fine`, a strided view of the same memory whose row-major order is the logical order. Reshape and
+ * Transpose regroup it for free (the chain above ends in [B,H,S,D], a plain view again); any other
+ * consumer gets one contiguous copy through get(). */
+typedef struct lazy_view {
+    int32_t fine; /* tensor */
+    int32_t node; /* the Reshape that made it: labels the copy */
+    int32_t rank;
+    int8_t n[IG_MAX_RANK]; /* fine dims per logical dim (0 for a dim of size 1) */
+} lazy_view;
+
 typedef struct lower {
     ig_cu_prog *p;
     const ig_graph *g;
@@ -66,6 +82,7 @@ typedef struct lower {
     int32_t *cons;
     bool *is_output;         /* [n_values] */
     struct attn_plan **attn; /* [n_nodes] fused attention emitted at this (second) MatMul, or NULL */
+    lazy_view **lazy;        /* [n_values] the value's lazy view or NULL (its copy, once made: val_tensor) */
 } lower;
 
 static ingot_status oom(lower *L)
@@ -292,11 +309,15 @@ static int32_t const_tensor(lower *L, int32_t v, ingot_dtype dtype, float scale)
     return weight_tensor(L, &r, x->shape.rank, dims, NULL);
 }
 
-/* The tensor of value v: its producer's output, a constant's device copy, or an input's staging. */
+static int32_t materialize_lazy(lower *L, int32_t v);
+
+/* The tensor of value v: its producer's output, a constant's device copy, or an input's staging. A lazy
+ * value is copied here (once), so only the view ops that understand laziness (get_view) ever see one. */
 static int32_t get(lower *L, int32_t v)
 {
     if (v < 0) return -1;
     if (L->p->val_tensor[v] >= 0) return L->p->val_tensor[v];
+    if (L->lazy[v]) return materialize_lazy(L, v);
     if (is_const(L, v)) {
         int32_t t = const_tensor(L, v, INGOT_DTYPE_UNDEFINED, 1.f);
         if (t >= 0) L->p->val_tensor[v] = t;
@@ -581,15 +602,125 @@ static int32_t value_dims(const lower *L, int32_t v, int64_t *dims)
     return x->shape.rank;
 }
 
-/* Output value `ov` as a reshaped view of tensor t (copying t first when no view exists). */
-static ingot_status reshape_view(lower *L, int32_t node_id, int32_t t, int32_t ov)
+/* The tensor of v for the ops that take a lazy value as it is (Reshape, Transpose, Identity): a plain
+ * tensor (*z NULL; a lazy value already copied gives its copy) or the fine view of a lazy value (*z). */
+static int32_t get_view(lower *L, int32_t v, lazy_view **z)
+{
+    *z = v >= 0 && L->p->val_tensor[v] < 0 ? L->lazy[v] : NULL;
+    return *z ? (*z)->fine : get(L, v);
+}
+
+/* Value v made by a producer, possibly lazy (get() will copy it). */
+static bool produced(const lower *L, int32_t v) { return L->p->val_tensor[v] >= 0 || L->lazy[v]; }
+
+/* The one contiguous copy of lazy value v: the fine view copied into a dense buffer seen with the fine
+ * dims (same row-major order, so it is the logical tensor's dense layout). */
+static int32_t materialize_lazy(lower *L, int32_t v)
+{
+    const lazy_view *z = L->lazy[v];
+    const ig_cu_tensor f = *T(L, z->fine);
+    int64_t dims[IG_MAX_RANK];
+    int32_t rank = value_dims(L, v, dims);
+    int32_t d = new_dense(L, f.dtype, rank, dims, false);
+    int32_t fd = d >= 0 ? new_tensor(L, T(L, d)->buf, f.dtype, f.rank, f.dims, NULL, 0) : -1;
+    if (fd < 0 || emit_copy(L, z->node, "contiguous copy", z->fine, fd, 0) != INGOT_OK) return -1;
+    L->p->val_tensor[v] = d;
+    return d;
+}
+
+/* Can get() copy the fine view f: at most IG_EW_MAX_RANK runs of dims that merge? */
+static bool copyable(const ig_cu_tensor *f)
+{
+    int32_t runs = f->rank > 0;
+    for (int32_t q = 1; q < f->rank; q++) runs += f->strides[q - 1] != f->strides[q] * f->dims[q];
+    return runs <= IG_EW_MAX_RANK;
+}
+
+/* Value ov (nr dims) as the row-major grouping n[] of the fine view f: a plain view when every group
+ * merges into one strided dim, else a lazy value. */
+static ingot_status set_grouped(lower *L, int32_t node_id, int32_t ov, const ig_cu_tensor *f, const int8_t *n,
+                                int32_t nr)
 {
     int64_t nd[IG_MAX_RANK], ns[IG_MAX_RANK];
+    bool plain = true;
+    for (int32_t j = nr - 1, q = f->rank - 1; j >= 0; j--) {
+        nd[j] = 1;
+        ns[j] = j == nr - 1 ? 1 : ns[j + 1] * nd[j + 1]; /* a dim of size 1: any stride does */
+        for (int c = 0; c < n[j]; c++, q--) {
+            if (c == 0)
+                ns[j] = f->strides[q];
+            else if (f->strides[q] != ns[j] * nd[j])
+                plain = false;
+            nd[j] *= f->dims[q];
+        }
+    }
+    if (plain) {
+        int32_t t = new_tensor(L, f->buf, f->dtype, nr, nd, ns, f->offset);
+        if (t < 0) return oom(L);
+        L->p->val_tensor[ov] = t;
+        return INGOT_OK;
+    }
+    lazy_view *z = ig__arena_alloc(&L->p->arena, sizeof *z);
+    if (!z) return oom(L);
+    z->fine = new_tensor(L, f->buf, f->dtype, f->rank, f->dims, f->strides, f->offset);
+    if (z->fine < 0) return oom(L);
+    z->node = node_id;
+    z->rank = nr;
+    memcpy(z->n, n, (size_t)nr);
+    L->lazy[ov] = z;
+    return INGOT_OK;
+}
+
+/* The coarsest fine view *f of x of which both x's dims and nd[] are row-major groups (a dim of size a*b
+ * and stride s splits into (a, b*s), (b, s)), with the group sizes of nd in n[]. False when the two
+ * shapes' boundaries do not nest (6 = 2*3 against 3*2), or the fine view is too fine to copy. */
+static bool split_fine(const ig_cu_tensor *x, int32_t nr, const int64_t *nd, ig_cu_tensor *f, int8_t *n)
+{
+    int64_t fd[IG_MAX_RANK], fs[IG_MAX_RANK]; /* innermost first */
+    int32_t nf = 0, i = x->rank - 1;
+    int64_t rs = 1, cs = 0; /* what is left of source dim i, and its stride */
+    for (int32_t j = nr - 1; j >= 0; j--) {
+        n[j] = 0;
+        for (int64_t rt = nd[j]; rt > 1;) {
+            while (rs == 1 && i >= 0) {
+                rs = x->dims[i];
+                cs = x->strides[i--];
+            }
+            int64_t take = rs < rt ? rs : rt;
+            if (rs == 1 || (rs < rt ? rt % rs : rs % rt) || nf == IG_MAX_RANK) return false;
+            fd[nf] = take;
+            fs[nf++] = cs;
+            n[j]++;
+            cs *= take;
+            rs /= take;
+            rt /= take;
+        }
+    }
+    *f = *x;
+    f->rank = nf;
+    for (int32_t q = 0; q < nf; q++) {
+        f->dims[q] = fd[nf - 1 - q];
+        f->strides[q] = fs[nf - 1 - q];
+    }
+    return copyable(f);
+}
+
+/* Output value `ov` as a reshape of value iv (plain, or lazy: its fine view is reshaped, having the
+ * logical order): a strided view, else a lazy regrouping of a finer view, else a copy. */
+static ingot_status reshape_view(lower *L, int32_t node_id, int32_t iv, int32_t ov)
+{
+    lazy_view *z;
+    int32_t t = get_view(L, iv, &z);
+    if (t < 0) return fail_node(L, node_id, INGOT_ERR_INTERNAL, "input has no device tensor");
+    int64_t nd[IG_MAX_RANK], ns[IG_MAX_RANK];
     int32_t nr = value_dims(L, ov, nd);
-    ig_cu_tensor x = *T(L, t);
+    ig_cu_tensor x = *T(L, t), f;
+    int8_t n[IG_MAX_RANK];
     if (!view_strides(x.rank, x.dims, x.strides, nr, nd, ns)) {
-        int32_t c = materialize(L, node_id, t, false, "contiguous copy");
-        if (c < 0) return c == -2 ? L->err->status : oom(L);
+        if (split_fine(&x, nr, nd, &f, n)) return set_grouped(L, node_id, ov, &f, n, nr);
+        /* no grouping either: a copy (for a lazy input, its one copy) */
+        int32_t c = z ? get(L, iv) : materialize(L, node_id, t, false, "contiguous copy");
+        if (c < 0) return L->err->status ? L->err->status : oom(L);
         x = *T(L, c);
         contig_strides(nr, nd, ns);
     }
@@ -1012,7 +1143,7 @@ static ingot_status group_extend_emit(lower *L, group *G, int32_t anchor_node)
             int32_t u = cn->inputs[i];
             if (u < 0 || u == v) continue;
             if (is_const(L, u)) continue;
-            if (L->p->val_tensor[u] < 0) ready = false;
+            if (!produced(L, u)) ready = false;
         }
         if (cn->op == IG_OP_batch_normalization) {
             for (int32_t i = 1; i < 5; i++)
@@ -1072,7 +1203,7 @@ static ingot_status lower_ew(lower *L, int32_t id)
     ew_init(&G.e);
     for (int32_t i = 0; i < node(L, id)->n_inputs; i++) {
         int32_t u = node(L, id)->inputs[i];
-        if (u >= 0 && !is_const(L, u) && L->p->val_tensor[u] < 0)
+        if (u >= 0 && !is_const(L, u) && !produced(L, u))
             return fail_node(L, id, INGOT_ERR_INTERNAL, "input '%s' has no device tensor", val(L, u)->name);
     }
     if (!group_add(L, &G, id))
@@ -1278,7 +1409,7 @@ static ingot_status lower_conv(lower *L, int32_t id)
     if (c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_add && !node(L, c)->folded) {
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
-        int32_t ot = other >= 0 && !is_const(L, other) ? L->p->val_tensor[other] : -1;
+        int32_t ot = other >= 0 && !is_const(L, other) ? get(L, other) : -1;
         if (an->inputs[0] != an->inputs[1] && ot >= 0 && same_shape(L, other, cur) &&
             same_shape(L, an->outputs[0], cur)) {
             int32_t r = sole_consumer(L, an->outputs[0]);
@@ -1802,7 +1933,7 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
     if (c_t < 0 && c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_add) {
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
-        int32_t ot = other >= 0 && !is_const(L, other) ? L->p->val_tensor[other] : -1;
+        int32_t ot = other >= 0 && !is_const(L, other) ? get(L, other) : -1;
         if (an->inputs[0] != an->inputs[1] && ot >= 0 && same_shape(L, other, cur) && ig__cu_tensor_contig(T(L, ot)) &&
             T(L, ot)->dtype == dt) {
             c_t = ot;
@@ -2416,12 +2547,31 @@ static ingot_status lower_expand(lower *L, int32_t id)
 static ingot_status lower_transpose(lower *L, int32_t id)
 {
     const ig_node *n = node(L, id);
-    int32_t xt = get(L, n->inputs[0]);
+    lazy_view *z;
+    int32_t xt = get_view(L, n->inputs[0], &z);
     if (xt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
     ig_cu_tensor x = *T(L, xt), v = x;
+    int32_t rank = z ? z->rank : x.rank;
     const int64_t *perm = NULL;
     int64_t np = 0;
-    bool have = ig__attr_ints(n, "perm", &perm, &np) && np == x.rank;
+    bool have = ig__attr_ints(n, "perm", &perm, &np) && np == rank;
+    if (z) { /* a lazy value: its groups of fine dims permuted */
+        int32_t first[IG_MAX_RANK], q = 0;
+        int8_t gn[IG_MAX_RANK];
+        for (int32_t k = 0, f = 0; k < rank; f += z->n[k++]) first[k] = f;
+        for (int32_t k = 0; k < rank; k++) {
+            int32_t src = have ? (int32_t)perm[k] : rank - 1 - k;
+            gn[k] = z->n[src];
+            for (int32_t c = 0; c < z->n[src]; c++, q++) {
+                v.dims[q] = x.dims[first[src] + c];
+                v.strides[q] = x.strides[first[src] + c];
+            }
+        }
+        if (copyable(&v)) return set_grouped(L, z->node, n->outputs[0], &v, gn, rank);
+        xt = get(L, n->inputs[0]); /* permuted too finely to copy later: the input's copy, transposed */
+        if (xt < 0) return L->err->status ? L->err->status : oom(L);
+        x = v = *T(L, xt);
+    }
     for (int32_t k = 0; k < x.rank; k++) {
         int32_t src = have ? (int32_t)perm[k] : x.rank - 1 - k;
         v.dims[k] = x.dims[src];
@@ -2738,23 +2888,29 @@ static ingot_status emit_attention(lower *L, int32_t id, const attn_plan *pl)
     const ig_node *n = node(L, id);
     int64_t od[IG_MAX_RANK];
     value_dims(L, n->outputs[0], od);
-    /* write [B, Sq, H, D] directly when the consumer transposes to it */
-    int32_t ot;
+    /* when the sole consumer is a Transpose ([B,Sq,H,D] for BERT, [Sq,B,H,D] for ViT), write in its
+     * order: the output gets the inverse-permuted strides of a dense buffer of the transposed shape, so
+     * the Transpose is a dense view and a Reshape after it is free */
+    int32_t ot = -1;
     int32_t tc = sole_consumer(L, n->outputs[0]);
     const int64_t *perm = NULL;
     int64_t np = 0;
-    bool bshd = tc >= 0 && node(L, tc)->op == IG_OP_transpose && ig__attr_ints(node(L, tc), "perm", &perm, &np) &&
-                np == 4 && perm[0] == 0 && perm[1] == 2 && perm[2] == 1 && perm[3] == 3;
-    if (bshd) {
-        int64_t pd[4] = {od[0], od[2], od[1], od[3]};
-        int32_t dense = new_dense(L, INGOT_DTYPE_FLOAT16, 4, pd, false);
-        if (dense < 0) return oom(L);
-        ig_cu_tensor dv = *T(L, dense);
-        int64_t vs2[4] = {dv.strides[0], dv.strides[2], dv.strides[1], dv.strides[3]};
-        ot = new_tensor(L, dv.buf, dv.dtype, 4, od, vs2, 0);
-    } else {
-        ot = new_dense(L, INGOT_DTYPE_FLOAT16, 4, od, false);
+    if (tc >= 0 && node(L, tc)->op == IG_OP_transpose && ig__attr_ints(node(L, tc), "perm", &perm, &np) && np == 4) {
+        int64_t pd[4], ds[4], os[4];
+        int seen = 0;
+        for (int q = 0; q < 4; q++) seen |= perm[q] >= 0 && perm[q] < 4 ? 1 << perm[q] : 0;
+        if (seen == 15) { /* a permutation */
+            for (int q = 0; q < 4; q++) pd[q] = od[perm[q]];
+            contig_strides(4, pd, ds);
+            for (int q = 0; q < 4; q++) os[perm[q]] = a.os[perm[q]] = ds[q];
+            if (ingot_cuda_attention_supported(&a)) {
+                int32_t b = new_buf(L, IG_LOC_ARENA, numel_of(4, pd) * ingot_dtype_size(INGOT_DTYPE_FLOAT16));
+                ot = new_tensor(L, b, INGOT_DTYPE_FLOAT16, 4, od, os, 0);
+                if (ot < 0) return oom(L);
+            }
+        }
     }
+    if (ot < 0) ot = new_dense(L, INGOT_DTYPE_FLOAT16, 4, od, false);
     if (ot < 0) return oom(L);
     for (int q = 0; q < 4; q++) a.os[q] = T(L, ot)->strides[q];
     if (!ingot_cuda_attention_supported(&a))
@@ -2779,10 +2935,8 @@ typedef ingot_status (*lower_fn)(lower *L, int32_t id);
 static ingot_status lower_view_reshape(lower *L, int32_t id)
 {
     const ig_node *n = node(L, id);
-    int32_t xt = get(L, n->inputs[0]);
-    if (xt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
     L->done[id] = true;
-    return reshape_view(L, id, xt, n->outputs[0]);
+    return reshape_view(L, id, n->inputs[0], n->outputs[0]);
 }
 
 static ingot_status lower_identity(lower *L, int32_t id)
@@ -2791,9 +2945,14 @@ static ingot_status lower_identity(lower *L, int32_t id)
     for (int32_t j = 1; j < n->n_outputs; j++)
         if (n->outputs[j] >= 0 && n_cons(L, n->outputs[j]) + L->is_output[n->outputs[j]] > 0)
             return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the mask output is not supported");
-    int32_t xt = get(L, n->inputs[0]);
+    lazy_view *z;
+    int32_t xt = get_view(L, n->inputs[0], &z);
     if (xt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
     L->done[id] = true;
+    if (z) {
+        L->lazy[n->outputs[0]] = z;
+        return INGOT_OK;
+    }
     return alias_value(L, n->outputs[0], xt);
 }
 
@@ -2823,7 +2982,7 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
         const ig_node *m = node(L, c);
         int32_t other = m->inputs[0] == s ? m->inputs[1] : m->inputs[0];
         if (m->inputs[0] == m->inputs[1] || !same_shape(L, m->outputs[0], s)) return false;
-        if (!is_const(L, other) && L->p->val_tensor[other] < 0) {
+        if (!is_const(L, other) && !produced(L, other)) {
             /* the mask is computed later in the order: fold the scale now, the mask at the Add */
             if (scale_node < 0) return false;
             scale_only = true;
@@ -2931,8 +3090,9 @@ static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st)
     if (rank < 1 || rank > 4 || norm_axis(axis, rank) != rank - 1) return false;
     for (int side = 0; side < 2; side++) {
         int32_t xv = n->inputs[side], mv = n->inputs[1 - side];
-        if (is_const(L, xv) || L->p->val_tensor[xv] < 0 || !same_shape(L, xv, n->outputs[0])) continue;
-        int32_t xt = L->p->val_tensor[xv];
+        if (is_const(L, xv) || !produced(L, xv) || !same_shape(L, xv, n->outputs[0])) continue;
+        int32_t xt = get(L, xv);
+        if (xt < 0) continue;
         if (!ig__cu_tensor_contig(T(L, xt))) continue;
         int32_t mt = get(L, mv);
         if (mt < 0) continue;
@@ -3104,13 +3264,14 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
     ingot_status st = INGOT_OK;
     L.done = ig__calloc((size_t)g->n_nodes + 1, sizeof(bool));
     L.pos = ig__calloc((size_t)g->n_nodes + 1, sizeof(int32_t));
+    L.lazy = ig__calloc((size_t)g->n_values + 1, sizeof(lazy_view *));
     p->val_tensor = ig__arena_array(&p->arena, (size_t)g->n_values + 1, sizeof(int32_t));
     p->val_nhwc = ig__arena_array(&p->arena, (size_t)g->n_values + 1, sizeof(int32_t));
     p->n_inputs = g->n_inputs;
     p->n_outputs = g->n_outputs;
     p->in_tensor = ig__arena_array(&p->arena, (size_t)g->n_inputs + 1, sizeof(int32_t));
     p->out_tensor = ig__arena_array(&p->arena, (size_t)g->n_outputs + 1, sizeof(int32_t));
-    if (!L.done || !L.pos || !p->val_tensor || !p->val_nhwc || !p->in_tensor || !p->out_tensor) {
+    if (!L.done || !L.pos || !L.lazy || !p->val_tensor || !p->val_nhwc || !p->in_tensor || !p->out_tensor) {
         st = oom(&L);
         goto out;
     }
@@ -3203,7 +3364,7 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
         L.done[id] = true;
         for (int32_t j = 0; j < n->n_outputs; j++) {
             int32_t v = n->outputs[j];
-            if (v >= 0 && p->val_tensor[v] < 0 && needed_later(&L, v, NULL, 0) && !is_const(&L, v)) {
+            if (v >= 0 && !produced(&L, v) && needed_later(&L, v, NULL, 0) && !is_const(&L, v)) {
                 st = fail_node(&L, id, INGOT_ERR_INTERNAL, "output '%s' was not produced", g->values[v].name);
                 goto out;
             }
@@ -3238,6 +3399,7 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
 out:
     ig__free(L.done);
     ig__free(L.pos);
+    ig__free(L.lazy);
     ig__free(L.cons_off);
     ig__free(L.cons);
     ig__free(L.is_output);

@@ -8,7 +8,9 @@ backend lowers specially: convolutions with BatchNormalization / residual / ReLU
 depthwise groups (ResNet-50, MobileNetV2 style), a BERT-style encoder layer (embedding Gather, LayerNorm,
 Q/K/V MatMul+bias, Reshape/Transpose views, scaled softmax attention with a mask, erf-GELU MLP, residual
 adds), a ViT-style patch embedding with class token (Expand, Concat, Gather of index 0), and single ops
-(Slice, Split, Pad, reductions, softmax on an inner axis, casts, comparisons, Where). Symbolic batch
+(Slice, Split, Pad, reductions, softmax on an inner axis, casts, comparisons, Where), torchvision's
+nn.MultiheadAttention export (packed QKV split into heads through Reshapes with no strided view, kept
+lazy) and such lazy views under every kind of consumer. Symbolic batch
 dims come with Shape->Gather->Unsqueeze->Concat->Reshape chains as exporters write them. Weights are
 seeded random; references come from ONNX Runtime on the CPU.
 """
@@ -279,6 +281,67 @@ def case_sdpa_export(B=2, S=16, H=4, dh=8, masked=True):
     return g.model([inp], [out_info(["batch", S, D])]), {"input": (B, S, D)}
 
 
+def case_torch_mha(B=2, S=17, H=2, dh=64):
+    """torchvision's nn.MultiheadAttention export (ViT): sequence-first packed QKV projection, unflatten to 3
+    -> Unsqueeze/Transpose/Squeeze -> Gather 0/1/2, each [S,B,E] reshaped to [S, B*H, dh] (no strided view:
+    lowered lazily), transposed, reshaped to [B,H,S,dh]; the sdpa scale as Mul by sqrt(scale) on q and k^T;
+    output Transpose(2,0,1,3) -> Reshape [S*B, E] -> Gemm out-projection -> Reshape [S,B,E] -> Transpose."""
+    E = H * dh
+    g = G()
+    x = g.op("Transpose", ["input"], perm=[1, 0, 2])  # [S, B, E]
+    qkv = g.op("Add", [g.w(randw(3 * E, scale=0.1)), g.op("MatMul", [x, g.w(randw(E, 3 * E))])])
+    qkv = g.op("Reshape", [qkv, g.w(np.array([S, -1, 3, E], np.int64))])
+    qkv = g.op("Unsqueeze", [qkv, g.w(np.array([0], np.int64))])
+    qkv = g.op("Transpose", [qkv], perm=[3, 1, 2, 0, 4])
+    qkv = g.op("Squeeze", [qkv, g.w(np.array([3], np.int64))])  # [3, S, B, E]
+    heads = []
+    for i in range(3):
+        t = g.op("Gather", [qkv, g.w(np.array(i, np.int64))], axis=0)  # [S, B, E], strides (3BE, 3E, 1)
+        t = g.op("Transpose", [g.op("Reshape", [t, g.w(np.array([S, -1, dh], np.int64))])], perm=[1, 0, 2])
+        heads.append(g.op("Reshape", [t, g.w(np.array([-1, H, S, dh], np.int64))]))  # [B, H, S, dh]
+    q, k, v = heads
+    sc = g.w(np.array(np.sqrt(1 / np.sqrt(dh)), np.float32))
+    s = g.op("MatMul", [g.op("Mul", [q, sc]), g.op("Mul", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), sc])])
+    o = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
+    o = g.op("Reshape", [g.op("Transpose", [o], perm=[2, 0, 1, 3]), g.w(np.array([-1, E], np.int64))])
+    o = g.op("Gemm", [o, g.w(randw(E, E)), g.w(randw(E, scale=0.1))], transB=1)
+    o = g.op("Reshape", [o, g.w(np.array([S, -1, E], np.int64))])
+    g.op("Transpose", [o], perm=[1, 0, 2])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", S, E])
+    return g.model([inp], [out_info(["batch", S, E])]), {"input": (B, S, E)}
+
+
+def case_lazy_views(S=5, B=3, H=2, D=6):
+    """Reshapes with no strided view, kept lazy: regrouped by Transpose/Reshape (back to a plain view, or
+    split further), and copied for every other consumer -- elementwise, softmax, GEMM, a graph output --
+    once per value (a Reshape of a lazy value whose shapes do not nest takes that copy too)."""
+    E = H * D
+    g = G()
+    x = "input"  # [S, B, 3E]
+    q = g.op("Slice", [x, g.w(np.array([0], np.int64)), g.w(np.array([E], np.int64)), g.w(np.array([2], np.int64))])
+    k = g.op("Slice", [x, g.w(np.array([E], np.int64)), g.w(np.array([2 * E], np.int64)), g.w(np.array([2], np.int64))])
+    r = g.op("Reshape", [q, g.w(np.array([S, -1, D], np.int64))])  # [S, B*H, D]: lazy
+    t = g.op("Transpose", [r], perm=[1, 0, 2])  # [B*H, S, D]: lazy
+    outs = [t]  # a lazy graph output
+    u = g.op("Reshape", [t, g.w(np.array([-1, H, S, D], np.int64))])  # [B, H, S, D]: a plain view again
+    outs.append(g.op("Softmax", [u], axis=-1))
+    w = g.op("Reshape", [t, g.w(np.array([-1, H * S * D // 2, 2], np.int64))])  # splits D further: lazy
+    wt = g.op("Transpose", [g.op("Identity", [w])], perm=[0, 2, 1])  # still lazy (groups permuted)
+    outs.append(g.op("Sigmoid", [w]))
+    outs.append(g.op("Mul", [r, g.w(np.array(2.0, np.float32))]))
+    rk = g.op("Reshape", [k, g.w(np.array([S, -1, D], np.int64))])  # lazy, two non-view consumers: one copy
+    outs.append(g.op("MatMul", [rk, g.w(randw(D, 5))]))
+    outs.append(g.op("Relu", [rk]))
+    n = g.op("Reshape", [t, g.w(np.array([B * H * S * D // 20, 20], np.int64))])  # does not nest: t's copy
+    outs.append(g.op("Neg", [n]))
+    outs.append(g.op("Tanh", [wt]))
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [S, B, 3 * E])
+    shapes = [[B * H, S, D], [B, H, S, D], [B, H * S * D // 2, 2], [S, B * H, D], [S, B * H, 5], [S, B * H, D],
+              [B * H * S * D // 20, 20], [B, 2, H * S * D // 2]]
+    return g.model([inp], [out_info(sh, o) for o, sh in zip(outs, shapes)]), {"input": (S, B, 3 * E)}
+
+
 def case_unsupported_tile():
     g = G()
     g.op("Tile", ["input", g.w(np.array([1, 2], np.int64))])
@@ -297,6 +360,12 @@ CASES = {
     "sdpa_export": case_sdpa_export,
     "sdpa_head64": lambda: case_sdpa_export(B=2, S=40, H=2, dh=64),
     "sdpa_head64_197": lambda: case_sdpa_export(B=2, S=197, H=2, dh=64, masked=False),
+    # masks whose rows are not runs of 16-byte chunks: read per element; several key tiles
+    "sdpa_head64_s20": lambda: case_sdpa_export(B=2, S=20, H=2, dh=64),
+    "sdpa_head64_s150": lambda: case_sdpa_export(B=3, S=150, H=2, dh=64),
+    "torch_mha": case_torch_mha,
+    "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8),
+    "lazy_views": case_lazy_views,
     "unsupported_tile": case_unsupported_tile,
 }
 
