@@ -1193,11 +1193,12 @@ static ingot_status group_extend_emit(lower *L, group *G, int32_t anchor_node)
 }
 
 static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st);
+static bool try_residual_into_gemm(lower *L, int32_t id, ingot_status *st);
 
 static ingot_status lower_ew(lower *L, int32_t id)
 {
     ingot_status mst;
-    if (try_mask_softmax(L, id, &mst)) return mst;
+    if (try_mask_softmax(L, id, &mst) || try_residual_into_gemm(L, id, &mst)) return mst;
     group G;
     memset(&G, 0, sizeof G);
     ew_init(&G.e);
@@ -1881,8 +1882,81 @@ static int32_t materialize_matrix(lower *L, int32_t node_id, int32_t t)
     return v;
 }
 
+/* ---- GEMMs over rows in memory order ----
+ * A lazy A whose rows are a permutation of one dense run of memory rows (ViT's attention output read as
+ * [S*B, E] while it lies in [B, S] order) multiplies as it lies: the GEMM runs over the rows in memory
+ * order, and its output is the same permutation of a dense [M, N] -- lazy too, so that the Reshape and
+ * Transpose after it (ViT's way back to [B, S, E]) are plain views and neither side is copied. */
+typedef struct row_order {
+    int32_t v;  /* A's value */
+    int32_t nr; /* A's fine row dims, in logical order: */
+    int64_t dims[IG_MAX_RANK];
+    int32_t pos[IG_MAX_RANK]; /* each one's place in memory order (0: outermost) */
+    int32_t rank;             /* A's logical rank, and the fine dims of each of its dims: */
+    int8_t n[IG_MAX_RANK];
+} row_order;
+
+/* The [M, K] memory-order matrix of lazy value v and its row order, or -1 when v is not such a value. */
+static int32_t rows_in_memory_order(lower *L, int32_t v, row_order *ro)
+{
+    if (v < 0 || L->p->val_tensor[v] >= 0 || !L->lazy[v]) return -1;
+    const lazy_view *z = L->lazy[v];
+    const ig_cu_tensor *f = T(L, z->fine);
+    if (z->rank < 2) return -1;
+    int32_t nr = f->rank - z->n[z->rank - 1];
+    int64_t K = 1, M = 1;
+    for (int32_t q = f->rank - 1; q >= nr; q--) { /* K: one run of dims ending in stride 1 */
+        if (f->strides[q] != K) return -1;
+        K *= f->dims[q];
+    }
+    if (nr < 1) return -1;
+    int32_t ord[IG_MAX_RANK]; /* the row dims, outermost in memory first */
+    for (int32_t q = 0; q < nr; q++) {
+        int32_t i = q;
+        for (; i > 0 && f->strides[ord[i - 1]] < f->strides[q]; i--) ord[i] = ord[i - 1];
+        ord[i] = q;
+    }
+    const int64_t lda = f->strides[ord[nr - 1]];
+    if (lda < K) return -1;
+    for (int32_t i = nr - 1; i >= 0; i--) { /* they must tile one dense run of rows of stride lda */
+        if (f->strides[ord[i]] != (i == nr - 1 ? lda : f->strides[ord[i + 1]] * f->dims[ord[i + 1]])) return -1;
+        M *= f->dims[ord[i]];
+    }
+    ro->v = v;
+    ro->nr = nr;
+    for (int32_t i = 0; i < nr; i++) {
+        ro->pos[ord[i]] = i;
+        ro->dims[i] = f->dims[i];
+    }
+    ro->rank = z->rank;
+    memcpy(ro->n, z->n, (size_t)z->rank);
+    int64_t d2[2] = {M, K}, s2[2] = {lda, 1};
+    return new_tensor(L, f->buf, f->dtype, 2, d2, s2, f->offset);
+}
+
+/* Output value v of a GEMM run over rows in the order ro: dense D [M, N] seen in A's row order. */
+static ingot_status set_rows_permuted(lower *L, int32_t node_id, int32_t v, int32_t d, const row_order *ro)
+{
+    const ig_cu_tensor D = *T(L, d);
+    const int64_t N = D.dims[1];
+    ig_cu_tensor f = D;
+    int8_t n[IG_MAX_RANK];
+    f.rank = ro->nr + 1;
+    for (int32_t q = 0; q < ro->nr; q++) {
+        f.dims[q] = ro->dims[q];
+        f.strides[q] = N;
+        for (int32_t r = 0; r < ro->nr; r++)
+            if (ro->pos[r] > ro->pos[q]) f.strides[q] *= ro->dims[r];
+    }
+    f.dims[ro->nr] = N;
+    f.strides[ro->nr] = 1;
+    memcpy(n, ro->n, (size_t)ro->rank);
+    n[ro->rank - 1] = 1;
+    return set_grouped(L, node_id, v, &f, n, ro->rank);
+}
+
 static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t bt, int32_t cv_gemm, float alpha,
-                                      float beta, bool no_epi)
+                                      float beta, bool no_epi, const row_order *ro)
 {
     const ig_node *n = node(L, id);
     int32_t yv = n->outputs[0];
@@ -1913,6 +1987,11 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
             if (s2 != INGOT_OK) return s2;
             c_t = dense;
             cbeta = beta;
+            if (ro) { /* C lies in the logical row order: A must too */
+                at = get(L, ro->v);
+                if (at < 0) return L->err->status ? L->err->status : oom(L);
+                ro = NULL;
+            }
         }
     }
     /* [Add(bias)] */
@@ -1929,8 +2008,8 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
             c = sole_consumer(L, cur);
         }
     }
-    /* [Add(residual)] */
-    if (c_t < 0 && c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_add) {
+    /* [Add(residual)] (in the logical row order: not for rows in memory order) */
+    if (!ro && c_t < 0 && c >= 0 && !L->done[c] && node(L, c)->op == IG_OP_add) {
         const ig_node *an = node(L, c);
         int32_t other = an->inputs[0] == cur ? an->inputs[1] : an->inputs[0];
         int32_t ot = other >= 0 && !is_const(L, other) ? get(L, other) : -1;
@@ -2022,7 +2101,11 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
     g.ldc = g.ldd;
     g.sc = g.sd;
     int64_t od[IG_MAX_RANK];
-    int32_t orank = value_dims(L, cur, od);
+    int32_t orank = ro ? 2 : value_dims(L, cur, od);
+    if (ro) {
+        od[0] = g.m;
+        od[1] = g.n;
+    }
     int32_t dt_out = new_dense(L, dt, orank, od, false);
     if (dt_out < 0) return oom(L);
     g.d = dt_out;
@@ -2037,37 +2120,128 @@ static ingot_status lower_gemm_common(lower *L, int32_t id, int32_t at, int32_t 
         L->done[claimed[i]] = true;
         L->p->n_fused++;
     }
+    if (ro) return set_rows_permuted(L, id, cur, dt_out, ro);
     L->p->val_tensor[cur] = dt_out;
     return INGOT_OK;
+}
+
+/* A GEMM's A operand: rows in memory order when A is such a lazy value and B a plain matrix. */
+static int32_t gemm_a(lower *L, int32_t av, int32_t bt, bool trans_a, row_order *ro, const row_order **use)
+{
+    *use = NULL;
+    if (!trans_a && bt >= 0 && T(L, bt)->rank == 2) {
+        int32_t at = rows_in_memory_order(L, av, ro);
+        if (at >= 0) {
+            *use = ro;
+            return at;
+        }
+    }
+    return get(L, av);
+}
+
+static bool is_view_node(const ig_node *n)
+{
+    switch (n->op) {
+    case IG_OP_reshape:
+    case IG_OP_flatten:
+    case IG_OP_squeeze:
+    case IG_OP_unsqueeze:
+    case IG_OP_transpose:
+    case IG_OP_identity: return true;
+    default: return false;
+    }
+}
+
+/* Add(x, y) where y is a GEMM's whole output seen through views in the GEMM's own order (ViT: the out-
+ * projection run over its rows' memory order, then Reshape and Transpose back to [B, S, E]) and read by
+ * nothing else: x joins the GEMM's epilogue as C with beta 1, as a residual that consumes the GEMM
+ * directly does in lower_gemm_common. The GEMM is the last step touching y's buffer, and no step after
+ * it touches x's, so x is complete when the GEMM runs. */
+static bool try_residual_into_gemm(lower *L, int32_t id, ingot_status *st)
+{
+    const ig_node *n = node(L, id);
+    if (n->op != IG_OP_add || n->n_inputs != 2 || n->inputs[0] == n->inputs[1]) return false;
+    for (int side = 0; side < 2; side++) {
+        int32_t yv = n->inputs[side], xv = n->inputs[1 - side];
+        if (is_const(L, xv) || is_const(L, yv) || !same_shape(L, xv, yv) || !same_shape(L, n->outputs[0], yv)) continue;
+        if (L->p->val_tensor[xv] < 0 || L->p->val_tensor[yv] < 0) continue;
+        bool only_views = true; /* every value from the GEMM to y read once, by a view or this Add */
+        for (int32_t w = yv;;) {
+            if (L->is_output[w] || n_cons(L, w) != 1) {
+                only_views = false;
+                break;
+            }
+            int32_t pn = val(L, w)->producer;
+            if (pn < 0 || !is_view_node(node(L, pn))) break;
+            w = node(L, pn)->inputs[0];
+        }
+        if (!only_views) continue;
+        const ig_cu_tensor *X = T(L, L->p->val_tensor[xv]), *Y = T(L, L->p->val_tensor[yv]);
+        if (!ig__cu_tensor_contig(X) || !ig__cu_tensor_contig(Y) || X->dtype != Y->dtype || X->buf == Y->buf) continue;
+        int32_t last = -1; /* the last step touching y's buffer */
+        for (int32_t k = L->p->n_steps - 1; k >= 0 && last < 0; k--) {
+            int32_t ids[8], m = ig__cu_step_tensors(&L->p->steps[k], ids);
+            for (int i = 0; i < m; i++)
+                if (T(L, ids[i])->buf == Y->buf) last = k;
+        }
+        if (last < 0 || L->p->steps[last].kind != IG_ST_GEMM) continue;
+        ig_cu_gemm *g = &L->p->steps[last].u.gemm;
+        const ig_cu_tensor *D = T(L, g->d);
+        if (D->buf != Y->buf || D->offset != Y->offset || g->c >= 0 || g->epi != IG_EPI_NONE || g->batch > 1 ||
+            g->ldd != g->n || (int64_t)numel_of(Y->rank, Y->dims) != g->m * g->n)
+            continue;
+        bool x_done = true; /* no step after the GEMM touches x's buffer */
+        for (int32_t k = last + 1; k < L->p->n_steps && x_done; k++) {
+            int32_t ids[8], m = ig__cu_step_tensors(&L->p->steps[k], ids);
+            for (int i = 0; i < m; i++)
+                if (T(L, ids[i])->buf == X->buf) x_done = false;
+        }
+        if (!x_done) continue;
+        g->c = L->p->val_tensor[xv];
+        g->beta = 1.f;
+        g->ldc = g->ldd;
+        g->sc = g->sd;
+        L->p->val_tensor[n->outputs[0]] = L->p->val_tensor[yv];
+        L->done[id] = true;
+        L->p->n_fused++;
+        *st = INGOT_OK;
+        return true;
+    }
+    return false;
 }
 
 static ingot_status lower_matmul(lower *L, int32_t id)
 {
     const ig_node *n = node(L, id);
-    int32_t at = get(L, n->inputs[0]), bt = get(L, n->inputs[1]);
+    row_order ro;
+    const row_order *use;
+    int32_t bt = get(L, n->inputs[1]), at = gemm_a(L, n->inputs[0], bt, false, &ro, &use);
     if (at < 0 || bt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "operands have no device tensors");
     if (T(L, at)->dtype != T(L, bt)->dtype || !ig__dtype_is_float(T(L, at)->dtype) ||
         T(L, at)->dtype == INGOT_DTYPE_DOUBLE)
         return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "operands of types %s and %s",
                          ingot_dtype_name(T(L, at)->dtype), ingot_dtype_name(T(L, bt)->dtype));
-    return lower_gemm_common(L, id, at, bt, -1, 1.f, 0.f, false);
+    return lower_gemm_common(L, id, at, bt, -1, 1.f, 0.f, false, use);
 }
 
 static ingot_status lower_gemm(lower *L, int32_t id)
 {
     const ig_node *n = node(L, id);
-    int32_t at = get(L, n->inputs[0]), bt = get(L, n->inputs[1]);
+    row_order ro;
+    const row_order *use;
+    const bool ta = ig__attr_int(n, "transA", 0) != 0;
+    int32_t bt = get(L, n->inputs[1]), at = gemm_a(L, n->inputs[0], bt, ta, &ro, &use);
     if (at < 0 || bt < 0) return fail_node(L, id, INGOT_ERR_INTERNAL, "operands have no device tensors");
     if (T(L, at)->dtype != T(L, bt)->dtype || !ig__dtype_is_float(T(L, at)->dtype) ||
         T(L, at)->dtype == INGOT_DTYPE_DOUBLE)
         return fail_node(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "operands of types %s and %s",
                          ingot_dtype_name(T(L, at)->dtype), ingot_dtype_name(T(L, bt)->dtype));
-    if (ig__attr_int(n, "transA", 0)) at = transpose_last2(L, at);
+    if (ta) at = transpose_last2(L, at);
     if (ig__attr_int(n, "transB", 0)) bt = transpose_last2(L, bt);
     if (at < 0 || bt < 0) return oom(L);
     float alpha = ig__attr_float(n, "alpha", 1.f), beta = ig__attr_float(n, "beta", 1.f);
     int32_t cv = in_id(L, id, 2);
-    return lower_gemm_common(L, id, at, bt, cv, alpha, beta, false);
+    return lower_gemm_common(L, id, at, bt, cv, alpha, beta, false, use);
 }
 
 /* ---- other ops ----------------------------------------------------------------------------------------- */
@@ -2888,21 +3062,26 @@ static ingot_status emit_attention(lower *L, int32_t id, const attn_plan *pl)
     const ig_node *n = node(L, id);
     int64_t od[IG_MAX_RANK];
     value_dims(L, n->outputs[0], od);
-    /* when the sole consumer is a Transpose ([B,Sq,H,D] for BERT, [Sq,B,H,D] for ViT), write in its
-     * order: the output gets the inverse-permuted strides of a dense buffer of the transposed shape, so
-     * the Transpose is a dense view and a Reshape after it is free */
+    /* When the sole consumer is a Transpose, write in an order that makes it cheap: its own order when
+     * that keeps the batch outermost (BERT's [B,Sq,H,D]: the Transpose is then a dense view and the
+     * Reshape after it free), else [B,Sq,H,D] all the same (ViT's Transpose to [Sq,B,H,D] and Reshape to
+     * [Sq*B, E] stay lazy views, and the out-projection runs over the rows in this batch-major memory
+     * order, which is also the residual stream's: see rows_in_memory_order). The output gets the
+     * inverse-permuted strides of a dense buffer in that order. */
     int32_t ot = -1;
     int32_t tc = sole_consumer(L, n->outputs[0]);
     const int64_t *perm = NULL;
     int64_t np = 0;
     if (tc >= 0 && node(L, tc)->op == IG_OP_transpose && ig__attr_ints(node(L, tc), "perm", &perm, &np) && np == 4) {
-        int64_t pd[4], ds[4], os[4];
+        int64_t pd[4], ds[4], os[4], ord[4] = {0, 2, 1, 3};
         int seen = 0;
         for (int q = 0; q < 4; q++) seen |= perm[q] >= 0 && perm[q] < 4 ? 1 << perm[q] : 0;
         if (seen == 15) { /* a permutation */
-            for (int q = 0; q < 4; q++) pd[q] = od[perm[q]];
+            if (perm[0] == 0)
+                for (int q = 0; q < 4; q++) ord[q] = perm[q];
+            for (int q = 0; q < 4; q++) pd[q] = od[ord[q]];
             contig_strides(4, pd, ds);
-            for (int q = 0; q < 4; q++) os[perm[q]] = a.os[perm[q]] = ds[q];
+            for (int q = 0; q < 4; q++) os[ord[q]] = a.os[ord[q]] = ds[q];
             if (ingot_cuda_attention_supported(&a)) {
                 int32_t b = new_buf(L, IG_LOC_ARENA, numel_of(4, pd) * ingot_dtype_size(INGOT_DTYPE_FLOAT16));
                 ot = new_tensor(L, b, INGOT_DTYPE_FLOAT16, 4, od, os, 0);
@@ -2998,7 +3177,7 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
         if (at0 < 0 || bt0 < 0 || T(L, at0)->dtype != T(L, bt0)->dtype || !ig__dtype_is_float(T(L, at0)->dtype) ||
             T(L, at0)->dtype == INGOT_DTYPE_DOUBLE)
             return false;
-        if ((*st = lower_gemm_common(L, id, at0, bt0, -1, scale, 0.f, true)) != INGOT_OK) return true;
+        if ((*st = lower_gemm_common(L, id, at0, bt0, -1, scale, 0.f, true, NULL)) != INGOT_OK) return true;
         L->done[scale_node] = true;
         L->p->n_fused++;
         L->p->val_tensor[node(L, scale_node)->outputs[0]] = L->p->val_tensor[n->outputs[0]];
@@ -3034,7 +3213,7 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
     if (at < 0 || bt < 0 || T(L, at)->dtype != T(L, bt)->dtype || !ig__dtype_is_float(T(L, at)->dtype) ||
         T(L, at)->dtype == INGOT_DTYPE_DOUBLE)
         return false;
-    if ((*st = lower_gemm_common(L, id, at, bt, -1, scale, 0.f, true)) != INGOT_OK) return true;
+    if ((*st = lower_gemm_common(L, id, at, bt, -1, scale, 0.f, true, NULL)) != INGOT_OK) return true;
     int32_t xt = L->p->val_tensor[n->outputs[0]];
     ig_cu_tensor x = *T(L, xt);
     int32_t yt = new_dense(L, x.dtype, x.rank, x.dims, false);

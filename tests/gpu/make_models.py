@@ -281,11 +281,12 @@ def case_sdpa_export(B=2, S=16, H=4, dh=8, masked=True):
     return g.model([inp], [out_info(["batch", S, D])]), {"input": (B, S, D)}
 
 
-def case_torch_mha(B=2, S=17, H=2, dh=64):
+def case_torch_mha(B=2, S=17, H=2, dh=64, residual=True):
     """torchvision's nn.MultiheadAttention export (ViT): sequence-first packed QKV projection, unflatten to 3
     -> Unsqueeze/Transpose/Squeeze -> Gather 0/1/2, each [S,B,E] reshaped to [S, B*H, dh] (no strided view:
     lowered lazily), transposed, reshaped to [B,H,S,dh]; the sdpa scale as Mul by sqrt(scale) on q and k^T;
-    output Transpose(2,0,1,3) -> Reshape [S*B, E] -> Gemm out-projection -> Reshape [S,B,E] -> Transpose."""
+    output Transpose(2,0,1,3) -> Reshape [S*B, E] -> Gemm out-projection -> Reshape [S,B,E] -> Transpose
+    [-> Add(residual): the out-projection runs over its rows in memory order, the residual in its epilogue]."""
     E = H * dh
     g = G()
     x = g.op("Transpose", ["input"], perm=[1, 0, 2])  # [S, B, E]
@@ -306,7 +307,9 @@ def case_torch_mha(B=2, S=17, H=2, dh=64):
     o = g.op("Reshape", [g.op("Transpose", [o], perm=[2, 0, 1, 3]), g.w(np.array([-1, E], np.int64))])
     o = g.op("Gemm", [o, g.w(randw(E, E)), g.w(randw(E, scale=0.1))], transB=1)
     o = g.op("Reshape", [o, g.w(np.array([S, -1, E], np.int64))])
-    g.op("Transpose", [o], perm=[1, 0, 2])
+    o = g.op("Transpose", [o], perm=[1, 0, 2])
+    if residual:
+        g.op("Add", ["input", o])
     g.nodes[-1].output[0] = "output"
     inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", S, E])
     return g.model([inp], [out_info(["batch", S, E])]), {"input": (B, S, E)}
@@ -364,7 +367,7 @@ CASES = {
     "sdpa_head64_s20": lambda: case_sdpa_export(B=2, S=20, H=2, dh=64),
     "sdpa_head64_s150": lambda: case_sdpa_export(B=3, S=150, H=2, dh=64),
     "torch_mha": case_torch_mha,
-    "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8),
+    "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8, residual=False),
     "lazy_views": case_lazy_views,
     "unsupported_tile": case_unsupported_tile,
 }
