@@ -3135,6 +3135,36 @@ static ingot_status lower_identity(lower *L, int32_t id)
     return alias_value(L, n->outputs[0], xt);
 }
 
+/* The softmax step over the last axis of the dense scores xt ([sd0, sd1, sd2] rows of sd3) of Softmax
+ * node sm (consumer c), adding mask mt (-1: none) through its strides ms; the IsNaN guard folds in. */
+static ingot_status emit_masked_softmax(lower *L, int32_t c, const ig_node *sm, int32_t xt, const int64_t *sd,
+                                        const int64_t *ms, int32_t mt)
+{
+    const ig_cu_tensor x = *T(L, xt);
+    int32_t yt = new_dense(L, x.dtype, x.rank, x.dims, false);
+    ig_cu_step *step = yt >= 0 ? new_step(L, IG_ST_SOFTMAX, c, NULL) : NULL;
+    if (!step) return oom(L);
+    step->u.softmax.x = xt;
+    step->u.softmax.y = yt;
+    step->u.softmax.mask = mt;
+    ig_softmax_args *a = &step->u.softmax.args;
+    memset(a, 0, sizeof *a);
+    a->dtype = x.dtype;
+    a->cols = sd[3];
+    a->rows = sd[0] * sd[1] * sd[2];
+    a->inner = 1;
+    a->log = sm->op == IG_OP_log_softmax;
+    a->scale = 1.f; /* a scale is the GEMM's alpha */
+    for (int q = 0; q < 3; q++) a->row_dims[q] = sd[q];
+    for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
+    a->mask_dtype = mt >= 0 ? T(L, mt)->dtype : 0;
+    L->done[c] = true;
+    L->p->n_fused++;
+    L->p->val_tensor[sm->outputs[0]] = yt;
+    softmax_nan_fold(L, step, sm->outputs[0], yt);
+    return INGOT_OK;
+}
+
 /* MatMul [-> Mul/Div by a scalar] [-> Add(mask)] -> Softmax over the last axis: the scale goes into the
  * GEMM's alpha and the mask into the softmax kernel, so the scores are written once and read once. */
 static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
@@ -3214,30 +3244,7 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
         T(L, at)->dtype == INGOT_DTYPE_DOUBLE)
         return false;
     if ((*st = lower_gemm_common(L, id, at, bt, -1, scale, 0.f, true, NULL)) != INGOT_OK) return true;
-    int32_t xt = L->p->val_tensor[n->outputs[0]];
-    ig_cu_tensor x = *T(L, xt);
-    int32_t yt = new_dense(L, x.dtype, x.rank, x.dims, false);
-    ig_cu_step *step = yt >= 0 ? new_step(L, IG_ST_SOFTMAX, c, NULL) : NULL;
-    if (!step) {
-        *st = oom(L);
-        return true;
-    }
-    step->u.softmax.x = xt;
-    step->u.softmax.y = yt;
-    ig_softmax_args *a = &step->u.softmax.args;
-    memset(a, 0, sizeof *a);
-    a->dtype = x.dtype;
-    a->cols = sd[3];
-    a->rows = sd[0] * sd[1] * sd[2];
-    a->inner = 1;
-    a->log = sm->op == IG_OP_log_softmax;
-    a->scale = 1.f; /* already applied by the GEMM */
-    a->row_dims[0] = sd[0];
-    a->row_dims[1] = sd[1];
-    a->row_dims[2] = sd[2];
-    for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
-    a->mask_dtype = mt >= 0 ? T(L, mt)->dtype : 0;
-    step->u.softmax.mask = mt;
+    if ((*st = emit_masked_softmax(L, c, sm, L->p->val_tensor[n->outputs[0]], sd, ms, mt)) != INGOT_OK) return true;
     if (scale_node >= 0) {
         L->done[scale_node] = true;
         L->p->n_fused++;
@@ -3246,10 +3253,6 @@ static bool try_scores_softmax(lower *L, int32_t id, ingot_status *st)
         L->done[mask_node] = true;
         L->p->n_fused++;
     }
-    L->done[c] = true;
-    L->p->n_fused++;
-    L->p->val_tensor[sm->outputs[0]] = yt;
-    softmax_nan_fold(L, step, sm->outputs[0], yt);
     return true;
 }
 
@@ -3289,31 +3292,7 @@ static bool try_mask_softmax(lower *L, int32_t id, ingot_status *st)
                 ok = false;
         }
         if (!ok) continue;
-        ig_cu_tensor x = *T(L, xt);
-        int32_t yt = new_dense(L, x.dtype, x.rank, x.dims, false);
-        ig_cu_step *step = yt >= 0 ? new_step(L, IG_ST_SOFTMAX, c, NULL) : NULL;
-        if (!step) {
-            *st = oom(L);
-            return true;
-        }
-        step->u.softmax.x = xt;
-        step->u.softmax.y = yt;
-        step->u.softmax.mask = mt;
-        ig_softmax_args *a = &step->u.softmax.args;
-        memset(a, 0, sizeof *a);
-        a->dtype = x.dtype;
-        a->cols = sd[3];
-        a->rows = sd[0] * sd[1] * sd[2];
-        a->inner = 1;
-        a->log = sm->op == IG_OP_log_softmax;
-        a->scale = 1.f;
-        for (int q = 0; q < 3; q++) a->row_dims[q] = sd[q];
-        for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
-        a->mask_dtype = M->dtype;
-        L->done[id] = L->done[c] = true;
-        L->p->n_fused++;
-        L->p->val_tensor[sm->outputs[0]] = yt;
-        softmax_nan_fold(L, step, sm->outputs[0], yt);
+        if ((*st = emit_masked_softmax(L, c, sm, xt, sd, ms, mt)) == INGOT_OK) L->done[id] = true;
         return true;
     }
     return false;
