@@ -1734,10 +1734,10 @@ static int gemm_batch(const mat *a, const mat *b, const mat *d, int32_t nb, ig_c
     if (n == 0) return 0;
     /* b shared by every batch (a weight): fold the batch into M when a's rows run evenly through it --
      * one large GEMM instead of a batch of small ones */
-    bool b_shared0 = true;
+    bool b_shared = true;
     for (int32_t k = 0; k < n; k++)
-        if (sb[k] != 0) b_shared0 = false;
-    if (b_shared0 && !g->a_trans) {
+        if (sb[k] != 0) b_shared = false;
+    if (b_shared && !g->a_trans) {
         bool ok = true;
         for (int32_t k = 0; k < n && ok; k++) {
             int64_t inner_a = k + 1 < n ? sa[k + 1] * bd[k + 1] : g->lda * g->m;
@@ -1756,23 +1756,8 @@ static int gemm_batch(const mat *a, const mat *b, const mat *d, int32_t nb, ig_c
         g->sd = sd[0];
         return 0;
     }
-    /* several batch dims: fold them into M when b is shared and a's rows run evenly through them */
-    bool b_shared = true;
-    for (int32_t k = 0; k < n; k++)
-        if (sb[k] != 0) b_shared = false;
-    if (b_shared && !g->a_trans) {
-        bool ok = true;
-        for (int32_t k = 0; k < n && ok; k++) {
-            int64_t inner_a = k + 1 < n ? sa[k + 1] * bd[k + 1] : g->lda * g->m;
-            int64_t inner_d = k + 1 < n ? sd[k + 1] * bd[k + 1] : g->ldd * g->m;
-            ok = sa[k] == inner_a && sd[k] == inner_d;
-        }
-        if (ok) {
-            for (int32_t k = 0; k < n; k++) g->m *= bd[k];
-            return 0;
-        }
-    }
-    /* copy the operand whose batch dims do not run evenly (d is dense: it always does) */
+    /* several batch dims (not foldable into M, tried above): copy the operand whose batch dims do not run evenly (d is
+     * dense: it always does) */
     bool a_even = true;
     for (int32_t k = 1; k < n; k++)
         if (sa[k - 1] != sa[k] * bd[k]) a_even = false;
@@ -2152,6 +2137,15 @@ static bool is_view_node(const ig_node *n)
     }
 }
 
+/* Does step k read or write a tensor of buffer buf? */
+static bool step_touches(const lower *L, int32_t k, int32_t buf)
+{
+    int32_t ids[8], m = ig__cu_step_tensors(&L->p->steps[k], ids);
+    for (int i = 0; i < m; i++)
+        if (L->p->tensors[ids[i]].buf == buf) return true;
+    return false;
+}
+
 /* Add(x, y) where y is a GEMM's whole output seen through views in the GEMM's own order (ViT: the out-
  * projection run over its rows' memory order, then Reshape and Transpose back to [B, S, E]) and read by
  * nothing else: x joins the GEMM's epilogue as C with beta 1, as a residual that consumes the GEMM
@@ -2178,12 +2172,8 @@ static bool try_residual_into_gemm(lower *L, int32_t id, ingot_status *st)
         if (!only_views) continue;
         const ig_cu_tensor *X = T(L, L->p->val_tensor[xv]), *Y = T(L, L->p->val_tensor[yv]);
         if (!ig__cu_tensor_contig(X) || !ig__cu_tensor_contig(Y) || X->dtype != Y->dtype || X->buf == Y->buf) continue;
-        int32_t last = -1; /* the last step touching y's buffer */
-        for (int32_t k = L->p->n_steps - 1; k >= 0 && last < 0; k--) {
-            int32_t ids[8], m = ig__cu_step_tensors(&L->p->steps[k], ids);
-            for (int i = 0; i < m; i++)
-                if (T(L, ids[i])->buf == Y->buf) last = k;
-        }
+        int32_t last = L->p->n_steps - 1; /* the last step touching y's buffer */
+        while (last >= 0 && !step_touches(L, last, Y->buf)) last--;
         if (last < 0 || L->p->steps[last].kind != IG_ST_GEMM) continue;
         ig_cu_gemm *g = &L->p->steps[last].u.gemm;
         const ig_cu_tensor *D = T(L, g->d);
@@ -2191,11 +2181,7 @@ static bool try_residual_into_gemm(lower *L, int32_t id, ingot_status *st)
             g->ldd != g->n || (int64_t)numel_of(Y->rank, Y->dims) != g->m * g->n)
             continue;
         bool x_done = true; /* no step after the GEMM touches x's buffer */
-        for (int32_t k = last + 1; k < L->p->n_steps && x_done; k++) {
-            int32_t ids[8], m = ig__cu_step_tensors(&L->p->steps[k], ids);
-            for (int i = 0; i < m; i++)
-                if (T(L, ids[i])->buf == X->buf) x_done = false;
-        }
+        for (int32_t k = last + 1; k < L->p->n_steps && x_done; k++) x_done = !step_touches(L, k, X->buf);
         if (!x_done) continue;
         g->c = L->p->val_tensor[xv];
         g->beta = 1.f;
