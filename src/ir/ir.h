@@ -119,7 +119,12 @@ typedef struct ig_node {
     int32_t *outputs;                        /* [n_outputs] value ids, -1 for an omitted optional output */
     ig_attr *attrs;                          /* [n_attrs] */
     bool folded;                             /* all outputs computed at build time */
+    bool dead;                               /* removed by an edit; dropped by ig__graph_compact */
     double flops, bytes_read, bytes_written; /* from cost analysis */
+    /* provenance of nodes the optimizer made (src/opt): NULL / 0 for the model's own nodes */
+    const char *pass;     /* the pass that created it */
+    int32_t n_covers;     /* labels ("name (Op)") of the model's nodes it computes, transitively */
+    const char **covers;  /* [n_covers] */
 } ig_node;
 
 typedef struct ig_opset {
@@ -152,6 +157,9 @@ typedef struct ig_graph {
     /* name -> value id, open addressing; capacity a power of two */
     int32_t *index;
     uint32_t index_cap;
+
+    /* an instance (ig__graph_instance): the graph whose structure this one shares, else NULL */
+    const struct ig_graph *base;
 } ig_graph;
 
 /* ---- building ---- */
@@ -174,6 +182,54 @@ ingot_status ig__graph_toposort(ig_graph *g, ig_err *err);
 /* Structural checks: every input produced or provided, one producer per value, names unique, graph
  * outputs produced, declared types consistent. Names the node or tensor that fails. */
 ingot_status ig__graph_verify(const ig_graph *g, ig_err *err);
+
+/* ---- copies (src/ir/copy.c) ---- */
+/* A deep copy of src into dst (initialised here): values, nodes, attributes, names, opsets and
+ * metadata in dst's arena. Constant data that lies in src's arena (decoded initializers, attribute
+ * tensors) is copied; data elsewhere (the model file's mapping) is referenced, so the caller keeps
+ * that memory alive as long as dst. Values that are constant only by inference (folded) are reset
+ * to "not inferred": dst must be inferred before use. */
+ingot_status ig__graph_clone(const ig_graph *src, ig_graph *dst, ig_err *err);
+/* An instance of g for running one set of shapes: its own values, nodes, symbols and arena (what
+ * inference writes); node inputs/outputs/attributes, names, order and the name index are g's, so g
+ * must outlive the instance and stay unchanged. ig__graph_free frees an instance correctly. */
+ingot_status ig__graph_instance(const ig_graph *g, ig_graph *inst, ig_err *err);
+
+/* ---- editing (src/ir/edit.c): the optimizer's primitives ---- */
+/* Consumers of every value over the live (not dead) nodes, as CSR: node ids reading value v are
+ * node[off[v] .. off[v+1]), each node once per value however many of its inputs name v. */
+typedef struct ig_uses {
+    int32_t n_values;
+    int32_t *off;    /* [n_values + 1] */
+    int32_t *node;   /* [off[n_values]] */
+    bool *is_output; /* [n_values] graph outputs */
+} ig_uses;
+ingot_status ig__uses_build(const ig_graph *g, ig_uses *u, ig_err *err);
+void ig__uses_free(ig_uses *u);
+static inline int32_t ig__uses_count(const ig_uses *u, int32_t v) { return u->off[v + 1] - u->off[v]; }
+/* The one node reading v, or -1 when v has none, several, or is a graph output. */
+int32_t ig__uses_sole(const ig_uses *u, int32_t v);
+/* Every input of a live node naming value `from` names `to` instead (graph outputs keep their value). */
+void ig__graph_replace_uses(ig_graph *g, int32_t from, int32_t to);
+/* Mark a node dead; its outputs lose their producer. */
+void ig__graph_remove_node(ig_graph *g, int32_t node);
+/* Drop dead nodes (renumbering the others and the values' producers), then sort. */
+ingot_status ig__graph_compact(ig_graph *g, ig_err *err);
+/* A new value named after base, unique in the graph ("base", "base__1", ...). -1 on out of memory. */
+int32_t ig__graph_new_value(ig_graph *g, const char *base, ig_err *err);
+/* A new initializer holding a copy of data (64-byte aligned, in the graph's arena). -1 on failure. */
+int32_t ig__graph_add_const(ig_graph *g, const char *base, ingot_dtype dtype, int32_t rank, const int64_t *dims,
+                            const void *data, ig_err *err);
+/* Attribute i of node n (made by ig__graph_add_node with n_attrs > i), copied into the graph's arena. */
+ingot_status ig__node_set_int(ig_graph *g, ig_node *n, int32_t i, const char *name, int64_t v, ig_err *err);
+ingot_status ig__node_set_float(ig_graph *g, ig_node *n, int32_t i, const char *name, float v, ig_err *err);
+ingot_status ig__node_set_string(ig_graph *g, ig_node *n, int32_t i, const char *name, const char *v, ig_err *err);
+ingot_status ig__node_set_ints(ig_graph *g, ig_node *n, int32_t i, const char *name, const int64_t *v, int64_t count,
+                               ig_err *err);
+ingot_status ig__node_set_floats(ig_graph *g, ig_node *n, int32_t i, const char *name, const float *v, int64_t count,
+                                 ig_err *err);
+/* Copy attribute a (of any type) into attribute slot i of n. */
+ingot_status ig__node_copy_attr(ig_graph *g, ig_node *n, int32_t i, const ig_attr *a, ig_err *err);
 
 /* ---- helpers ---- */
 const ig_attr *ig__node_attr(const ig_node *n, const char *name);

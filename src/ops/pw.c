@@ -1,0 +1,3 @@
+/* pw.c -- pointwise programs (placeholder until the interpreter lands). */
+#include "pw.h"
+#include "op.h"
