@@ -122,9 +122,9 @@ typedef struct ig_node {
     bool dead;                               /* removed by an edit; dropped by ig__graph_compact */
     double flops, bytes_read, bytes_written; /* from cost analysis */
     /* provenance of nodes the optimizer made (src/opt): NULL / 0 for the model's own nodes */
-    const char *pass;     /* the pass that created it */
-    int32_t n_covers;     /* labels ("name (Op)") of the model's nodes it computes, transitively */
-    const char **covers;  /* [n_covers] */
+    const char *pass;    /* the pass that created it */
+    int32_t n_covers;    /* labels ("name (Op)") of the model's nodes it computes, transitively */
+    const char **covers; /* [n_covers] */
 } ig_node;
 
 typedef struct ig_opset {

@@ -6,10 +6,15 @@
 
 static ingot_status not_yet(ig_infer *cx) { return ig__unsupported(cx, "not implemented yet"); }
 
-#define FUSED_STUB(cname, oname)                                                                             \
-    const ig_op_def ig__op_##cname = {                                                                       \
-        .name = oname, .domain = "ingot", .since = 1, .min_in = 1, .max_in = -1, .min_out = 1, .max_out = 1, \
-        .infer = not_yet}
+#define FUSED_STUB(cname, oname)                         \
+    const ig_op_def ig__op_##cname = {.name = oname,     \
+                                      .domain = "ingot", \
+                                      .since = 1,        \
+                                      .min_in = 1,       \
+                                      .max_in = -1,      \
+                                      .min_out = 1,      \
+                                      .max_out = 1,      \
+                                      .infer = not_yet}
 FUSED_STUB(pointwise, "Pointwise");
 FUSED_STUB(fused_conv, "FusedConv");
 FUSED_STUB(fused_matmul, "FusedMatMul");

@@ -13,19 +13,19 @@
 #include "../ops/op.h"
 
 typedef struct ig_opt_options {
-    bool enabled;           /* false: leave the graph as it is (the report lists every pass as skipped) */
-    const char *disable;    /* comma-separated pass names to skip; NULL or "": none. Unknown names fail. */
-    size_t fold_max_bytes;  /* largest value the fold pass computes (0: 1 GiB) */
+    bool enabled;            /* false: leave the graph as it is (the report lists every pass as skipped) */
+    const char *disable;     /* comma-separated pass names to skip; NULL or "": none. Unknown names fail. */
+    size_t fold_max_bytes;   /* largest value the fold pass computes (0: 1 GiB) */
     size_t infer_fold_bytes; /* fold_max_bytes of the re-inference after each pass (0: 64 KiB) */
 } ig_opt_options;
 
 typedef struct ig_opt_pass_report {
     const char *name;
-    bool skipped;              /* disabled by the options */
-    int32_t n_rewrites;        /* fusions or replacements made */
-    int32_t n_nodes_removed;   /* nodes before minus nodes after */
-    int32_t n_removed_values;  /* intermediate tensors that no longer exist ... */
-    int32_t *removed_values;   /* [n_removed_values] ... their value ids (ids of the input graph) */
+    bool skipped;             /* disabled by the options */
+    int32_t n_rewrites;       /* fusions or replacements made */
+    int32_t n_nodes_removed;  /* nodes before minus nodes after */
+    int32_t n_removed_values; /* intermediate tensors that no longer exist ... */
+    int32_t *removed_values;  /* [n_removed_values] ... their value ids (ids of the input graph) */
     double ms;
 } ig_opt_pass_report;
 
