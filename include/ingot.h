@@ -23,11 +23,31 @@
  *     ingot_runtime_destroy(rt);
  *
  * Conventions: every fallible call returns ingot_status (INGOT_OK == 0) and writes objects through its
- * last out-parameter; the detailed message is on the runtime handle (ingot_runtime_errmsg). Objects
- * are opaque; *_destroy accepts NULL. int64_t for dims and counts, size_t for bytes. Enums have
- * explicit values and only grow. The library never exits or aborts on bad input, I/O or memory errors.
+ * last out-parameter; the detailed message is on the runtime handle (ingot_runtime_errmsg) for
+ * runtime, model and engine calls and for ingot_context_create, and on the context
+ * (ingot_context_errmsg) for calls on a context. Objects are opaque; *_destroy accepts NULL. int64_t
+ * for dims and counts, size_t for bytes. Enums have explicit values and only grow. The library never
+ * exits or aborts on bad input, I/O or memory errors.
  *
- * Thread-safety: one runtime and the objects made from it are used by one thread at a time.
+ * Thread-safety: a runtime, its models and the *building* of engines (ingot_engine_build,
+ * ingot_engine_set_input_profile) are used by one thread at a time. A built engine is immutable: any
+ * number of threads may create contexts of it (ingot_context_create) and run *different* contexts at
+ * once; running a context writes nothing the engine, the runtime or other contexts own. One context
+ * is used by one thread at a time. An engine is destroyed after all its contexts. ingot_log_set may
+ * be called from any thread.
+ *
+ * Engine and contexts, multi-threaded:
+ *
+ *     ingot_build_options bo = ingot_build_options_default();
+ *     bo.backend = INGOT_BACKEND_CPU;
+ *     ingot_engine_build(rt, m, &bo, &e);   // the engine copies what it needs from the model:
+ *     ingot_model_destroy(m);               // the model may go now
+ *     // in each worker thread:
+ *     ingot_context *c = NULL;
+ *     if (ingot_context_create(e, NULL, &c) == INGOT_OK)
+ *         if (ingot_context_run(c, inputs, n_inputs) != INGOT_OK)
+ *             fprintf(stderr, "%s\n", ingot_context_errmsg(c));   // this context's own message
+ *     ingot_context_destroy(c);
  */
 #ifndef INGOT_H
 #define INGOT_H
@@ -123,7 +143,9 @@ typedef enum ingot_log_level {
 
 typedef void (*ingot_log_fn)(ingot_log_level level, const char *msg, void *user);
 /* Route library log lines to fn (NULL: drop them; the default writes warnings and errors to stderr).
- * Logging never changes what a call returns. Process-wide; not thread-safe against concurrent logging. */
+ * Logging never changes what a call returns. Process-wide and thread-safe: fn may be called from any
+ * thread that runs a context, concurrently; a line being logged while ingot_log_set runs may still go
+ * to the previous callback. */
 INGOT_API void ingot_log_set(ingot_log_fn fn, void *user);
 
 /* ---- runtime: owns the error message and library-wide state ------------------------------------ */
@@ -133,7 +155,8 @@ typedef struct ingot_runtime ingot_runtime;
  * INGOT_ERR_INVALID_ARG (out is NULL) or INGOT_ERR_OUT_OF_MEMORY. */
 INGOT_API ingot_status ingot_runtime_create(ingot_runtime **out);
 INGOT_API void ingot_runtime_destroy(ingot_runtime *rt);
-/* The message of the last failed call made with this runtime or an object made from it ("" if none).
+/* The message of the last failed runtime, model or engine call made with this runtime, or of
+ * ingot_context_create ("" if none; calls on a context report on the context, ingot_context_errmsg).
  * Valid until the next call on the runtime. */
 INGOT_API const char *ingot_runtime_errmsg(const ingot_runtime *rt);
 /* The status of that last failed call (INGOT_OK if none). */
@@ -236,7 +259,7 @@ INGOT_API const char *ingot_model_node_output(const ingot_model *m, int64_t i, i
 
 /* ---- tensors passed in and out ------------------------------------------------------------------ */
 typedef struct ingot_tensor {
-    const char *name; /* graph input/output name */
+    const char *name; /* graph input/output name (of an output: owned by the engine) */
     ingot_dtype dtype;
     int32_t rank;
     int64_t dims[INGOT_MAX_RANK];
@@ -263,31 +286,81 @@ typedef enum ingot_backend {
     INGOT_BACKEND_COUNT
 } ingot_backend;
 
+/* The allowed range of one input's shape: min[k] <= dim k <= max[k] for k < rank; opt is the shape the
+ * engine plans for by default (its *default shape*). */
+typedef struct ingot_input_profile {
+    const char *name; /* a graph input */
+    int32_t rank;
+    int64_t min[INGOT_MAX_RANK], opt[INGOT_MAX_RANK], max[INGOT_MAX_RANK];
+} ingot_input_profile;
+
+/* How to build an engine. Take the defaults from ingot_build_options_default() and change fields;
+ * ingot_engine_build checks every field and names the one it rejects (INGOT_ERR_INVALID_ARG). The
+ * engine copies what it needs: strings and arrays given here may be freed after the build. */
 typedef struct ingot_build_options {
-    uint32_t struct_size; /* sizeof(ingot_build_options); set by the defaults function */
-    ingot_backend backend;
-    ingot_dtype precision;  /* FLOAT (default); FLOAT16/BFLOAT16 storage on the CUDA backend */
-    size_t workspace_limit; /* bytes of scratch kernels may use; 0 picks the default */
-    int n_threads;          /* CPU backend worker threads; 0: one per core */
+    uint32_t struct_size;       /* sizeof(ingot_build_options); set by the defaults function */
+    ingot_backend backend;      /* AUTO (default), CPU or CUDA */
+    ingot_dtype precision;      /* FLOAT (default); FLOAT16/BFLOAT16 storage on the CUDA backend */
+    size_t workspace_limit;     /* bytes of scratch kernels may use; 0 picks the default */
+    int n_threads;              /* CPU backend threads, 0..1024: 0 (default) one per core; more than the
+                                   machine's cores are capped at the core count, or at 64 when the
+                                   machine has fewer (so tests can run a pool of several threads anywhere) */
+    int optimize;               /* 1 (default): run the optimizer (docs/OPTIMIZER.md); 0: the graph as imported */
+    const char *disable_passes; /* comma-separated optimizer passes to skip ("cse,attention"); NULL or ""
+                                   (default): none. An unknown name fails the build, naming it */
+    const ingot_input_profile *profiles; /* [n_profiles] shape ranges, checked exactly as
+                                            ingot_engine_set_input_profile checks them (default none) */
+    int64_t n_profiles;
+    int device; /* CUDA device index, >= 0 (default 0) */
+    /* CUDA backend switches, each 0 or 1 (defaults in brackets); the environment variables of
+     * docs/CLI.md override them at build, for debugging, and the build logs each override (INFO): */
+    int cuda_graphs;           /* [1] replay captured CUDA Graphs (INGOT_CUDA_GRAPHS) */
+    int cuda_tune;             /* [1] time cuDNN/cuBLASLt algorithms; 0 keeps the heuristics' (INGOT_CUDA_TUNE) */
+    int cuda_sync_debug;       /* [0] synchronise after every step so a device fault names its node
+                                  (INGOT_CUDA_SYNC) */
+    int cuda_nhwc;             /* [1] convolutions channels-last; 0 channels-first (INGOT_CUDA_NCHW=1 sets 0) */
+    int cuda_gelu_epilogue;    /* [1] fp16 erf-GELU in the GEMM epilogue (tanh form); 0 exact
+                                  (INGOT_CUDA_GELU_EPILOGUE) */
+    int cuda_attention;        /* [1] the fused attention kernel; 0 cuBLASLt + softmax (INGOT_CUDA_ATTENTION) */
+    int cuda_attention_kernel; /* [0] which attention kernel: 0 auto, 1 wide, 2 narrow, 3 split
+                                  (INGOT_CUDA_ATTENTION_KERNEL=wide|narrow|split) */
 } ingot_build_options;
 
 INGOT_API ingot_build_options ingot_build_options_default(void);
 
-/* Limit the shapes input `name` may take at run time: min[k] <= dim k <= max[k]; opt is the shape
- * to plan for by default. Runs with a shape outside the range fail with INGOT_ERR_INPUT naming the
- * input, the axis and the range. Context memory is still sized for the shape actually run. */
+/* Limit the shapes input `name` may take at run time: min[k] <= dim k <= max[k]; opt becomes that
+ * input's default shape (ingot_engine_memory_size). Runs with a shape outside the range fail with
+ * INGOT_ERR_INPUT naming the input, the axis and the range. Context memory is still sized for the
+ * shape actually run. A setup call: make it before any context of e runs (or give the profiles in
+ * ingot_build_options, which also makes opt the shape a CUDA engine is built for). Errors on the
+ * runtime: INGOT_ERR_INVALID_ARG naming the input and the axis. */
 INGOT_API ingot_status ingot_engine_set_input_profile(ingot_engine *e, const char *name, int32_t rank,
                                                       const int64_t *min, const int64_t *opt, const int64_t *max);
-/* Context memory (activation arena + per-node scratch, planned) needed to run with the model's
- * currently bound input shapes (ingot_model_set_input_shape / ingot_model_set_batch). */
+/* Context memory (activation arena + per-node scratch, planned) needed to run with the engine's
+ * default shapes: the input shapes bound on the model when the engine was built
+ * (ingot_model_set_input_shape / ingot_model_set_batch; a dim left symbolic counts as 1), or a
+ * profile's opt. Plans on a temporary copy: safe while contexts of e run. Errors on the runtime. */
 INGOT_API ingot_status ingot_engine_memory_size(ingot_engine *e, size_t *bytes);
 /* The same with every input that has a profile at its profile's max: enough for any allowed shape. */
 INGOT_API ingot_status ingot_engine_max_memory_size(ingot_engine *e, size_t *bytes);
-/* Prepare m for execution. The model must outlive the engine. Errors: INGOT_ERR_MODEL_UNSUPPORTED_OP
- * (names node and op), INGOT_ERR_NO_DEVICE (CUDA asked for, none usable), INGOT_ERR_OUT_OF_MEMORY. */
+/* Prepare m for execution: the engine copies m's graph (shapes reset to the declared ones, symbolic
+ * dims staying symbolic), infers and optimizes it, and keeps a reference on the model file its
+ * weights lie in, so m may be destroyed right after the build. The input shapes bound on m now
+ * become the engine's default shapes (m is inferred first when its bindings changed). Errors on the
+ * runtime: INGOT_ERR_INVALID_ARG (an option, naming the field; an unknown optimizer pass),
+ * INGOT_ERR_MODEL_UNSUPPORTED_OP (names node and op), INGOT_ERR_NO_DEVICE (CUDA asked for, none
+ * usable), INGOT_ERR_OUT_OF_MEMORY, INGOT_ERR_INTERNAL (an optimizer pass produced a graph that does
+ * not verify; names the pass). */
 INGOT_API ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_build_options *opts,
                                           ingot_engine **out);
+/* Destroy e. Its contexts must be destroyed first. */
 INGOT_API void ingot_engine_destroy(ingot_engine *e);
+/* The backend e runs on: CPU or CUDA (AUTO is resolved at build). */
+INGOT_API ingot_backend ingot_engine_backend(const ingot_engine *e);
+/* Why a build with backend AUTO chose the CPU: every node the GPU cannot run, with the reason ("node
+ * 'up1' (Resize): no CUDA kernel for this op; ..."), or why no GPU is usable; "" when it did not. The
+ * same list is logged as a warning at the build. */
+INGOT_API const char *ingot_engine_fallback_reason(const ingot_engine *e);
 
 /* ---- context: one engine's memory and state for running it -------------------------------------- */
 typedef struct ingot_context ingot_context;
@@ -309,16 +382,25 @@ typedef struct ingot_context_options {
 } ingot_context_options;
 
 INGOT_API ingot_context_options ingot_context_options_default(void);
+/* Create a context of e: its own copy of the graph's mutable state, its plans and its memory. Safe to
+ * call from several threads at once. A setup call: failures are reported on e's runtime. */
 INGOT_API ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *opts, ingot_context **out);
 INGOT_API void ingot_context_destroy(ingot_context *c);
 /* Run one inference. inputs are matched by name; every graph input must be given, with the model's
  * dtype and a shape the model allows (otherwise INGOT_ERR_INPUT naming the input, what was expected
  * and what was given). When shapes (or the values of inputs that decide shapes) differ from the last
- * run, the context re-plans first. */
+ * run, the context re-infers and re-plans first. Failures are reported on the context
+ * (ingot_context_errmsg); a failed run leaves no outputs. */
 INGOT_API ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs);
 /* Output i of the last run; data belongs to the context and stays valid until the next run (of
  * this context, or of another sharing its memory) or destroy. */
 INGOT_API ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_tensor *out);
+/* The message of the last failed call on c (run, get_output, memory_info, the ingot_cuda_context_*
+ * calls); every such call clears it first, so "" after a call that succeeded. Names the input,
+ * node or tensor at fault. Valid until the next call on c. "no context" for NULL. */
+INGOT_API const char *ingot_context_errmsg(const ingot_context *c);
+/* The status of that call (INGOT_OK when it succeeded); INGOT_ERR_INVALID_ARG for NULL. */
+INGOT_API ingot_status ingot_context_errcode(const ingot_context *c);
 
 typedef struct ingot_memory_info {
     size_t arena_bytes;       /* activations + scratch of the current plan: the context memory */
@@ -330,12 +412,17 @@ typedef struct ingot_memory_info {
     const char *strategy;     /* packing strategy of the plan */
 } ingot_memory_info;
 
-/* Where the context's memory goes, for the plan of the last run. */
+/* Where the context's memory goes, for the plan of the last run (CPU contexts). Errors on the context. */
 INGOT_API ingot_status ingot_context_memory_info(const ingot_context *c, ingot_memory_info *out);
 
 /* Write a JSON description of the model (inputs, outputs, nodes with shapes and costs, totals) to
  * *out, a NUL-terminated string the caller frees with ingot_free. */
 INGOT_API ingot_status ingot_model_describe_json(const ingot_model *m, char **out);
+/* The same for the engine's graph (as optimized) at its default shapes: per node also the optimizer
+ * pass that made it and the model's nodes it covers, and per pass the rewrites, the nodes removed
+ * and the bytes of intermediate tensors removed (at the shapes bound on the model at build). Format:
+ * docs/CLI.md ("ingot inspect --optimized"). Errors on the runtime. */
+INGOT_API ingot_status ingot_engine_describe_json(const ingot_engine *e, char **out);
 INGOT_API void ingot_free(void *p);
 
 #ifdef __cplusplus

@@ -22,7 +22,9 @@
  * patch the graph's copy nodes in place. A new input shape prepares a new instance first (that one call
  * plans, may grow the context's allocation, tunes and synchronises).
  *
- * Thread-safety: as ingot.h. Buffers passed in must stay valid until the stream has run the work.
+ * Thread-safety: as ingot.h (different contexts of one engine may run on different threads). Failures of
+ * the ingot_cuda_context_* calls are reported on the context (ingot_context_errmsg). Buffers passed in
+ * must stay valid until the stream has run the work.
  */
 #ifndef INGOT_CUDA_H
 #define INGOT_CUDA_H

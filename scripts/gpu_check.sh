@@ -6,7 +6,8 @@
 #  1. builds Release for sm_90 (+ compute_80 PTX) in build-gpu/
 #  2. GPU tests: lowering emulator; per-op/fusion models vs ONNX Runtime in fp32 (rel err <= 1e-3, TF32
 #     off) and fp16 (cosine >= 0.999), device path + CUDA Graph pointer updates, allocation audit, leak
-#     check after destroy; compute-sanitizer memcheck on a small model; unsupported-op error
+#     check after destroy; 4 contexts of one engine on 4 threads; compute-sanitizer memcheck on a small
+#     model; unsupported-op error
 #  3. exports the benchmark models with the peers script (shared/bench/peers.py, or a copy in .shared/)
 #     and checks each whole model against ONNX Runtime at batch 2 (fp32 and fp16)
 #  4. `ingot bench --fp16` at batch 1 and 128 and `peers.py measure` in the same run
@@ -14,6 +15,7 @@
 #
 # Stages have time limits so the whole run stays within 9 minutes on one H200; a failing stage is
 # reported and the next one still runs. Exit status: 0 when every stage passed.
+# INGOT_GPU_PART=tests runs 1-3 only, INGOT_GPU_PART=bench 1 and 4-5 only (two calls of a lease each).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -26,6 +28,10 @@ log=$out/gpu_check.log
 t_start=$SECONDS
 failed_stages=()
 models=${INGOT_BENCH_MODELS:-resnet50,mobilenet_v2,vit_b_16,bert_base}
+part=${INGOT_GPU_PART:-all}
+do_tests=1 do_bench=1
+[ "$part" = bench ] && do_tests=0
+[ "$part" = tests ] && do_bench=0
 batches=${INGOT_BENCH_BATCHES:-1,128}
 
 say() { echo "$*" | tee -a "$log"; }
@@ -73,12 +79,12 @@ fi
 jobs=$(nproc 2>/dev/null || echo 8)
 stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
-stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower
+stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower test_gpu_threads
 bin=$here/build-gpu
 ok_build=0
 [ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
 
-if [ $ok_build = 1 ]; then
+if [ $ok_build = 1 ] && [ $do_tests = 1 ]; then
     stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$work/gm"
     stage "lowering emulator" 120 "$bin/tests/gpu/test_gpu_lower" "$work"/gm/*
     for d in "$work"/gm/*; do
@@ -88,6 +94,10 @@ if [ $ok_build = 1 ]; then
             stage "gpu test $(basename "$d") with INGOT_CUDA_SYNC=1" 120 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
                 "$bin/tests/gpu/test_gpu" --no-leak "$d"
         fi
+    done
+    # many contexts of one engine on many threads (the model destroyed after the build)
+    for d in "$work"/gm/resnet_block "$work"/gm/bert_layer; do
+        stage "gpu threads $(basename "$d") (4 contexts x 4 threads x 200 runs)" 240 "$bin/tests/gpu/test_gpu_threads" "$d" 200
     done
     # the attention models again with each attention kernel forced (by default their size picks one)
     for kern in wide narrow split; do
@@ -123,6 +133,7 @@ if [ $ok_build = 1 ]; then
     for m in "${model_list[@]}"; do
         f=$work/models/$m.onnx
         [ -f "$f" ] || { say "::: model $m: not exported"; failed_stages+=("export $m"); continue; }
+        [ $do_tests = 1 ] || continue
         if stage "whole model $m vs ONNX Runtime (batch 2)" 120 python3 tests/gpu/ort_ref.py "$f" 2 "$work/ref_$m"; then
             stage "lowering of $m (program listing)" 60 "$bin/tests/gpu/test_gpu_lower" -v --lower-only "$work/ref_$m"
             stage "gpu test whole model $m" 150 "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m" ||
@@ -132,7 +143,7 @@ if [ $ok_build = 1 ]; then
     done
     for m in "${model_list[@]}"; do
         f=$work/models/$m.onnx
-        [ -f "$f" ] || continue
+        [ -f "$f" ] && [ $do_bench = 1 ] || continue
         for b in "${batch_list[@]}"; do
             prof=--profile
             say "::: bench $m batch $b"
@@ -150,7 +161,7 @@ if [ $ok_build = 1 ]; then
     done
 fi
 
-if [ -n "$peers" ] && [ "${INGOT_SKIP_PEERS:-0}" != 1 ]; then
+if [ -n "$peers" ] && [ "${INGOT_SKIP_PEERS:-0}" != 1 ] && [ $do_bench = 1 ]; then
     stage "PyTorch peers (eager, CUDA graph, channels_last)" 300 python3 "$peers" measure "$out/peers.json" \
         --models "$models" --batches "$batches" --dtype fp16
 fi

@@ -4,7 +4,8 @@
 #   -> unit tests (ctest) -> ONNX conformance (ingot-conformance) -> shape inference vs onnx
 #   (check_shapes.py) -> ResNet-50 FLOPs (check_flops.py) -> whole models vs ONNX Runtime (check_models.py)
 #   -> memory plans and planned-vs-unplanned execution (check_arena.py)
-# and ends with each step's summary line. Exit status 0 only when every step passed.
+# and ends with each step's summary line. Exit status 0 only when every step passed; a failed configure,
+# build or test-data generator stops the run first (with --no-build the binaries there are used as is).
 #
 #   tests/run_all.sh [BUILD_DIR] [--no-build] [--no-unit] [--only STEP,...] [-j N]
 #   STEP: unit conformance shapes flops models arena.   BUILD_DIR defaults to build/.
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     --no-unit) do_unit=0 ;;
     --only) only=$2; shift ;;
     -j) jobs=$2; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     -*) echo "run_all: unknown option $1" >&2; exit 2 ;;
     *) build=$1 ;;
   esac
@@ -51,27 +52,61 @@ step() {
   return $rc
 }
 
+if [ -n "$only" ]; then
+  for s in ${only//,/ }; do
+    case $s in unit | conformance | shapes | flops | models | arena) ;;
+    *) echo "run_all: unknown step '$s' in --only (steps: unit conformance shapes flops models arena)" >&2; exit 2 ;;
+    esac
+  done
+fi
+
+# build: a failed configure or build stops here, with its errors shown, so old binaries are never tested
 if [ $do_build -eq 1 ]; then
   if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
+    if ! cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$logs/configure.log" 2>&1; then
+      cat "$logs/configure.log" >&2
+      echo "run_all: configuring $build failed" >&2
+      exit 1
+    fi
   fi
-  cmake --build "$build" -j"$jobs" 2>&1 | grep -E 'error|warning|Error' ; true
+  cmake --build "$build" -j"$jobs" >"$logs/build.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    grep -E -A3 'error|Error' "$logs/build.log" | head -n 60 || tail -n 20 "$logs/build.log"
+    echo "run_all: building $build failed (exit $rc; full log: $logs/build.log); not testing old binaries" >&2
+    exit 1
+  fi
+  grep -E -A3 'warning' "$logs/build.log"
 fi
 for bin in ingot ingot-conformance; do
   if [ ! -x "$build/$bin" ]; then
     echo "run_all: $build/$bin is missing (build failed? is tools/conformance added to CMake?)" >&2
     exit 1
   fi
+  # with --no-build the caller vouches for these: say which ones, and how old they are
+  echo "run_all: using $build/$bin (built $(date -r "$build/$bin" '+%Y-%m-%d %H:%M:%S')$([ $do_build -eq 1 ] || echo ', --no-build: not rebuilt'))"
 done
 python3 -c 'import onnx, onnxruntime, numpy' 2>/dev/null || {
   echo "run_all: python3 needs onnx, onnxruntime and numpy (scripts/setup.sh, or pip install -r tests/requirements.txt)" >&2
   exit 1
 }
 
-# test data: regenerated only when onnx, the op list or the generators change
-python3 "$repo/tests/conformance/gen_node_tests.py" "$data" || exit 1
+# test data: regenerated only when onnx, the op list or the generators change; a failed generator stops
+# the run (tests over missing or half-written data would say little)
+gen() { # gen LOGNAME COMMAND...: output to the log, shown when it fails
+  local name=$1 rc=0; shift
+  "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  [ $rc -eq 0 ] && return 0
+  tail -n 30 "$logs/$name.log" >&2
+  echo "run_all: test-data generator $name failed (exit $rc; full log: $logs/$name.log)" >&2
+  exit 1
+}
+gen gen_node_tests python3 "$repo/tests/conformance/gen_node_tests.py" "$data"
+tail -n 1 "$logs/gen_node_tests.log"
 if [ ! -f "$models/.stamp" ] || [ "$repo/tests/models/make_models.py" -nt "$models/.stamp" ]; then
-  python3 "$repo/tests/models/make_models.py" "$models" --resnet50 >/dev/null && touch "$models/.stamp" || exit 1
+  rm -f "$models/.stamp"
+  gen make_models python3 "$repo/tests/models/make_models.py" "$models" --resnet50
+  touch "$models/.stamp"
 fi
 
 export INGOT="$build/ingot"

@@ -2,6 +2,10 @@
  * api_cuda.c -- the public API over the CUDA backend: engines and contexts built on src/cuda, the
  * device-pointer entry points of include/ingot_cuda.h, and stubs for builds without CUDA (so api.c calls
  * the same functions either way).
+ *
+ * The CUDA engine is built from the engine's default instance (its graph inferred at the default
+ * shapes, kept for the engine's lifetime); each context hands the backend its own instance. Failures
+ * of calls on a context are recorded on the context (ig__api_ctx_fail), never on the runtime.
  */
 #include "api_internal.h"
 
@@ -14,18 +18,57 @@
 
 #define MAX_IO 64
 
+/* Support over the whole shape range: the default instance is checked when the CUDA engine is lowered
+ * from it; here every input with a profile is also put at its min and then at its max (the others at
+ * their default shapes) and the support table asked again, so a shape the profiles allow cannot fail
+ * at its first run for a reason the build could have named. */
+static ingot_status check_profiles(const ingot_engine *e, ig_err *err)
+{
+    bool any = false;
+    for (int32_t i = 0; i < e->n_inputs; i++) any = any || e->profiles[i].rank >= 0;
+    if (!any) return INGOT_OK;
+    ig_shape *shapes = ig__calloc((size_t)e->n_inputs + 1, sizeof *shapes);
+    if (!shapes) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    ingot_status st = INGOT_OK;
+    for (int end = 0; end < 2 && st == INGOT_OK; end++) {
+        for (int32_t i = 0; i < e->n_inputs; i++) {
+            const ig_profile *p = &e->profiles[i];
+            shapes[i] = e->default_shapes[i];
+            if (p->rank < 0) continue;
+            shapes[i].rank = p->rank;
+            for (int32_t k = 0; k < p->rank; k++) shapes[i].d[k] = ig__dim_const(end ? p->max[k] : p->min[k]);
+        }
+        ig_api_instance in;
+        if ((st = ig__api_instance_at(e, shapes, &in, err)) == INGOT_OK) st = ig__cuda_check_graph(&in.g, err);
+        if (st != INGOT_OK) ig__err_prefix(err, "at the profiles' %s shapes", end ? "max" : "min");
+        ig__api_instance_free(&in);
+    }
+    ig__free(shapes);
+    return st;
+}
+
 ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err)
 {
-    ingot_model *m = e->model;
     if (e->opts.precision != INGOT_DTYPE_FLOAT && e->opts.precision != INGOT_DTYPE_FLOAT16)
         return ig__errf(err, INGOT_ERR_INVALID_ARG, "the CUDA backend runs float32 or float16, not %s",
                         ingot_dtype_name(e->opts.precision));
-    if (!m->inferred)
-        return ig__errf(err, INGOT_ERR_INVALID_ARG,
-                        "the model's shapes are not inferred: call ingot_model_infer "
-                        "after binding shapes");
-    ig_cuda_engine_options o = {.precision = e->opts.precision, .workspace_limit = e->opts.workspace_limit};
-    return ig__cuda_engine_create(&m->g, &o, &e->cuda, err);
+    if (!e->def.inferred) return ig__errf(err, INGOT_ERR_INTERNAL, "the engine's default instance is not inferred");
+    /* e->opts holds the resolved switches: the caller's options with the environment's overrides */
+    const ingot_build_options *b = &e->opts;
+    ig_cuda_engine_options o = {.precision = b->precision,
+                                .workspace_limit = b->workspace_limit,
+                                .device = b->device,
+                                .graphs = b->cuda_graphs,
+                                .tune = b->cuda_tune,
+                                .sync_debug = b->cuda_sync_debug,
+                                .nhwc = b->cuda_nhwc,
+                                .gelu_epilogue = b->cuda_gelu_epilogue,
+                                .attention = b->cuda_attention,
+                                .attention_kernel = b->cuda_attention_kernel};
+    ingot_status st = ig__cuda_probe(err);
+    if (st == INGOT_OK) st = check_profiles(e, err);
+    if (st == INGOT_OK) st = ig__cuda_engine_create(&e->def.g, &o, &e->cuda, err);
+    return st;
 }
 
 void ig__api_cuda_engine_destroy(ingot_engine *e)
@@ -36,9 +79,7 @@ void ig__api_cuda_engine_destroy(ingot_engine *e)
 
 ingot_status ig__api_cuda_context_create(ingot_context *c, ig_err *err)
 {
-    ingot_status st = ig__cuda_ctx_create(c->engine->cuda, &c->engine->model->g, &c->cuda, err);
-    if (st == INGOT_OK && c->engine->model->inferred) c->generation = c->engine->model->generation;
-    return st;
+    return ig__cuda_ctx_create(c->engine->cuda, &c->graph, &c->cuda, err);
 }
 
 void ig__api_cuda_context_destroy(ingot_context *c)
@@ -57,7 +98,7 @@ static const ingot_tensor *given(const ingot_tensor *ts, int64_t n, const char *
 
 ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err)
 {
-    const ig_graph *g = &c->engine->model->g;
+    const ig_graph *g = &c->graph;
     ingot_status st = ig__cuda_ctx_select(c->cuda, g, err);
     if (st != INGOT_OK) return st;
     const void *ptrs[MAX_IO] = {0};
@@ -69,15 +110,17 @@ ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inpu
     return ig__cuda_ctx_run_host(c->cuda, ptrs, err);
 }
 
-ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out)
+ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out, ig_err *err)
 {
-    const ig_graph *g = &c->engine->model->g;
+    const ig_graph *g = &c->graph;
     memset(out, 0, sizeof *out);
     int32_t rank = 0;
     ingot_dtype dt;
     size_t bytes;
     const void *d = ig__cuda_ctx_host_output(c->cuda, (int32_t)i, &rank, out->dims, &dt, &bytes);
-    if (!d) return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "no output: the context has not run"});
+    if (!d)
+        return ig__errf(err, INGOT_ERR_INVALID_ARG,
+                        "no output: the context has not run with host tensors (ingot_context_run)");
     out->name = g->values[g->outputs[i]].name;
     out->dtype = dt;
     out->rank = rank;
@@ -100,21 +143,29 @@ static ingot_status not_cuda(const ingot_context *c)
 {
     ig_err e = {0};
     ig__errf(&e, INGOT_ERR_INVALID_ARG, "the context does not belong to a CUDA engine");
-    return ig__api_fail(c->engine->rt, &e);
+    return ig__api_ctx_fail(c, &e);
+}
+
+static ingot_status ctx_failf(const ingot_context *c, ingot_status st, const char *msg)
+{
+    ig_err e = {0};
+    ig__errf(&e, st, "%s", msg);
+    return ig__api_ctx_fail(c, &e);
 }
 
 ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
                                         ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream)
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
+    ig__api_ctx_clear(c);
     if (!c->cuda) return not_cuda(c);
-    ingot_model *m = c->engine->model;
-    const ig_graph *g = &m->g;
+    c->ran = false;
+    const ig_graph *g = &c->graph;
     ig_err err = {0};
     if (g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
-        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_MODEL_UNSUPPORTED_OP, "more than 64 inputs or outputs"});
-    if ((n_inputs > 0 && !inputs) || (n_outputs > 0 && !outputs))
-        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "ingot_cuda_context_enqueue: NULL array"});
+        return ctx_failf(c, INGOT_ERR_MODEL_UNSUPPORTED_OP, "more than 64 inputs or outputs");
+    if (n_inputs < 0 || n_outputs < 0 || (n_inputs > 0 && !inputs) || (n_outputs > 0 && !outputs))
+        return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_enqueue: NULL array or negative count");
     /* the common case first: the shapes of the current instance, no host work beyond pointer checks */
     const void *in_ptr[MAX_IO] = {0};
     int32_t ranks[MAX_IO];
@@ -130,7 +181,7 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
         if (t->dtype != v->dtype) {
             ig__errf(&err, INGOT_ERR_INPUT, "input '%s': expected dtype %s, given %s", v->name,
                      ingot_dtype_name(v->dtype), ingot_dtype_name(t->dtype));
-            return ig__api_fail(c->engine->rt, &err);
+            return ig__api_ctx_fail(c, &err);
         }
         in_ptr[i] = t->data;
         ranks[i] = t->rank;
@@ -140,13 +191,11 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
         /* a new shape: bind, infer, prepare (plans, may grow the arena, tunes, synchronises) */
         for (int32_t i = 0; i < g->n_inputs; i++)
             if (g->values[g->inputs[i]].flags & IG_VAL_SHAPE_INPUT)
-                return ig__api_fail(
-                    c->engine->rt,
-                    &(ig_err){INGOT_ERR_INPUT,
-                              "the model has inputs whose values decide shapes; run it with ingot_context_run"});
-        ingot_status st = ig__api_bind_infer(c->engine, inputs, n_inputs, &err);
+                return ctx_failf(c, INGOT_ERR_INPUT,
+                                 "the model has inputs whose values decide shapes; run it with ingot_context_run");
+        ingot_status st = ig__api_ctx_bind_infer(c, inputs, n_inputs, &err);
         if (st == INGOT_OK) st = ig__cuda_ctx_select(c->cuda, g, &err);
-        if (st != INGOT_OK) return ig__api_fail(c->engine->rt, &err);
+        if (st != INGOT_OK) return ig__api_ctx_fail(c, &err);
     }
     void *out_ptr[MAX_IO] = {0};
     for (int32_t j = 0; j < g->n_outputs; j++) {
@@ -164,7 +213,7 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
         if (o->bytes < bytes || (!o->data && bytes)) {
             ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' needs %zu bytes, the buffer has %zu", name, bytes,
                      o->bytes);
-            return ig__api_fail(c->engine->rt, &err);
+            return ig__api_ctx_fail(c, &err);
         }
         o->dtype = dt;
         o->rank = rank;
@@ -184,28 +233,29 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
             if (bytes) {
                 ig__errf(&err, INGOT_ERR_INVALID_ARG, "output '%s' was not given a buffer",
                          g->values[g->outputs[j]].name);
-                return ig__api_fail(c->engine->rt, &err);
+                return ig__api_ctx_fail(c, &err);
             }
         }
     if (ig__cuda_ctx_enqueue(c->cuda, in_ptr, out_ptr, (void *)stream, &err) != INGOT_OK)
-        return ig__api_fail(c->engine->rt, &err);
-    c->generation = m->generation;
+        return ig__api_ctx_fail(c, &err);
+    c->ran = true;
     return INGOT_OK;
 }
 
 ingot_status ingot_cuda_context_output_info(const ingot_context *c, int64_t i, ingot_tensor *out)
 {
-    if (!c || !out) return INGOT_ERR_INVALID_ARG;
+    if (!c) return INGOT_ERR_INVALID_ARG;
+    ig__api_ctx_clear(c);
+    if (!out) return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_output_info: out is NULL");
     if (!c->cuda) return not_cuda(c);
-    const ig_graph *g = &c->engine->model->g;
-    if (i < 0 || i >= g->n_outputs)
-        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "output index out of range"});
+    const ig_graph *g = &c->graph;
+    if (i < 0 || i >= g->n_outputs) return ctx_failf(c, INGOT_ERR_INVALID_ARG, "output index out of range");
     memset(out, 0, sizeof *out);
     int32_t rank = 0;
     ingot_dtype dt = INGOT_DTYPE_UNDEFINED;
     size_t bytes = 0;
     if (ig__cuda_ctx_output_shape(c->cuda, (int32_t)i, &rank, out->dims, &dt, &bytes) != INGOT_OK)
-        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "the context has no prepared shape yet"});
+        return ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context has no prepared shape yet");
     out->name = g->values[g->outputs[i]].name;
     out->rank = rank;
     out->dtype = dt;
@@ -216,6 +266,7 @@ ingot_status ingot_cuda_context_output_info(const ingot_context *c, int64_t i, i
 ingot_status ingot_cuda_context_set_graphs(ingot_context *c, int enabled)
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
+    ig__api_ctx_clear(c);
     if (!c->cuda) return not_cuda(c);
     ig__cuda_ctx_set_graphs(c->cuda, enabled);
     return INGOT_OK;
@@ -223,10 +274,12 @@ ingot_status ingot_cuda_context_set_graphs(ingot_context *c, int enabled)
 
 ingot_status ingot_cuda_context_get_stats(const ingot_context *c, ingot_cuda_stats *out)
 {
-    if (!c || !out) return INGOT_ERR_INVALID_ARG;
+    if (!c) return INGOT_ERR_INVALID_ARG;
+    ig__api_ctx_clear(c);
+    if (!out) return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_get_stats: out is NULL");
     if (!c->cuda) return not_cuda(c);
     if (out->struct_size != sizeof *out)
-        return ig__api_fail(c->engine->rt, &(ig_err){INGOT_ERR_INVALID_ARG, "ingot_cuda_stats: set struct_size"});
+        return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_stats: set struct_size");
     ig_cuda_stats s;
     ig__cuda_ctx_stats(c->cuda, &s);
     memset(out, 0, sizeof *out);
@@ -262,7 +315,7 @@ int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tensor *inputs,
     if (!c || !c->cuda) return -1;
     /* bind and select exactly as a run does, by running once */
     if (ingot_cuda_context_enqueue(c, inputs, n_inputs, outputs, n_outputs, stream) != INGOT_OK) return -1;
-    const ig_graph *g = &c->engine->model->g;
+    const ig_graph *g = &c->graph;
     const void *in_ptr[MAX_IO] = {0};
     void *out_ptr[MAX_IO] = {0};
     for (int32_t i = 0; i < g->n_inputs && i < MAX_IO; i++) {
@@ -275,7 +328,7 @@ int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tensor *inputs,
     }
     ig_err err = {0};
     int64_t n = ig__cuda_ctx_profile(c->cuda, in_ptr, out_ptr, (void *)stream, max, labels, ms, &err);
-    if (n < 0) ig__api_fail(c->engine->rt, &err);
+    if (n < 0) ig__api_ctx_fail(c, &err);
     return n;
 }
 
@@ -300,12 +353,12 @@ ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inpu
     (void)n_inputs;
     return ig__errf(err, INGOT_ERR_NO_DEVICE, "this build of ingot has no CUDA backend");
 }
-ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out)
+ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out, ig_err *err)
 {
     (void)c;
     (void)i;
     (void)out;
-    return INGOT_ERR_NO_DEVICE;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this build of ingot has no CUDA backend");
 }
 
 #endif

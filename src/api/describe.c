@@ -1,5 +1,6 @@
-/* describe.c -- the model as JSON (what `ingot inspect --json` prints); the format is documented in
- * docs/CLI.md and read by tests/conformance/check_shapes.py. */
+/* describe.c -- the model and the engine as JSON (what `ingot inspect --json` and `ingot inspect
+ * --optimized --json` print); the formats are documented in docs/CLI.md, and the model's is read by
+ * tests/conformance/check_shapes.py. Both share the graph part: inputs, outputs, op histogram, nodes. */
 #include "api_internal.h"
 
 #include <inttypes.h>
@@ -106,6 +107,95 @@ static void sb_tensor(sbuf *b, const ig_graph *g, int32_t id)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
+/* "inputs", "outputs", "ops" and "nodes" of g; with provenance, each node also names the optimizer
+ * pass that made it (null for the model's own) and the model's nodes it covers. */
+static void sb_graph(sbuf *b, const ig_graph *g, bool provenance)
+{
+    sb_put(b, "\"inputs\":[", 10);
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        if (i) sb_put(b, ",", 1);
+        sb_tensor(b, g, g->inputs[i]);
+    }
+    sb_put(b, "],\n\"outputs\":[", 14);
+    for (int32_t i = 0; i < g->n_outputs; i++) {
+        if (i) sb_put(b, ",", 1);
+        sb_tensor(b, g, g->outputs[i]);
+    }
+    /* op histogram, sorted by op name */
+    sb_put(b, "],\n\"ops\":{", 10);
+    const char **ops = ig__malloc(sizeof(char *) * ((size_t)g->n_nodes + 1));
+    if (!ops)
+        b->oom = true;
+    else {
+        for (int32_t k = 0; k < g->n_nodes; k++) ops[k] = g->nodes[k].op_type;
+        qsort(ops, (size_t)g->n_nodes, sizeof(char *), cmp_str);
+        bool first = true;
+        for (int32_t k = 0; k < g->n_nodes;) {
+            int32_t j = k;
+            while (j < g->n_nodes && !strcmp(ops[j], ops[k])) j++;
+            if (!first) sb_put(b, ",", 1);
+            first = false;
+            sb_str(b, ops[k]);
+            sb_printf(b, ":%d", (int)(j - k));
+            k = j;
+        }
+        ig__free(ops);
+    }
+    sb_put(b, "},\n\"nodes\":[\n", 13);
+    for (int32_t k = 0; k < g->n_nodes; k++) {
+        const ig_node *n = &g->nodes[g->order[k]];
+        if (k) sb_put(b, ",\n", 2);
+        sb_put(b, "{\"name\":", 8);
+        sb_str(b, n->name);
+        sb_put(b, ",\"op\":", 6);
+        sb_str(b, n->op_type);
+        sb_put(b, ",\"domain\":", 10);
+        sb_str(b, n->domain);
+        sb_put(b, ",\"inputs\":[", 11);
+        for (int32_t i = 0; i < n->n_inputs; i++) {
+            if (i) sb_put(b, ",", 1);
+            sb_str(b, n->inputs[i] < 0 ? "" : g->values[n->inputs[i]].name);
+        }
+        sb_put(b, "],\"outputs\":[", 13);
+        bool first = true;
+        for (int32_t i = 0; i < n->n_outputs; i++) {
+            if (n->outputs[i] < 0) continue;
+            if (!first) sb_put(b, ",", 1);
+            first = false;
+            sb_tensor(b, g, n->outputs[i]);
+        }
+        sb_printf(b, "],\"flops\":%.17g,\"bytes_read\":%.17g,\"bytes_written\":%.17g,\"folded\":%s", n->flops,
+                  n->bytes_read, n->bytes_written, n->folded ? "true" : "false");
+        if (provenance) {
+            sb_put(b, ",\"pass\":", 8);
+            if (n->pass)
+                sb_str(b, n->pass);
+            else
+                sb_put(b, "null", 4);
+            sb_put(b, ",\"covers\":[", 11);
+            for (int32_t i = 0; i < n->n_covers; i++) {
+                if (i) sb_put(b, ",", 1);
+                sb_str(b, n->covers[i]);
+            }
+            sb_put(b, "]", 1);
+        }
+        sb_put(b, "}", 1);
+    }
+    sb_put(b, "\n]", 2);
+}
+
+static ingot_status finish(sbuf *b, ingot_runtime *rt, const char *what, char **out)
+{
+    if (b->oom) {
+        ig__free(b->p);
+        ig_err e = {0};
+        ig__errf(&e, INGOT_ERR_OUT_OF_MEMORY, "out of memory writing the %s description", what);
+        return ig__api_fail(rt, &e);
+    }
+    *out = b->p;
+    return INGOT_OK;
+}
+
 ingot_status ingot_model_describe_json(const ingot_model *m, char **out)
 {
     if (!m || !out) return INGOT_ERR_INVALID_ARG;
@@ -124,69 +214,50 @@ ingot_status ingot_model_describe_json(const ingot_model *m, char **out)
               "\"all_shapes_known\":%s},\n",
               mi.n_nodes, mi.n_params, mi.param_bytes, mi.flops, mi.bytes_moved,
               mi.all_shapes_known ? "true" : "false");
-    sb_put(&b, "\"inputs\":[", 10);
-    for (int32_t i = 0; i < g->n_inputs; i++) {
-        if (i) sb_put(&b, ",", 1);
-        sb_tensor(&b, g, g->inputs[i]);
-    }
-    sb_put(&b, "],\n\"outputs\":[", 14);
-    for (int32_t i = 0; i < g->n_outputs; i++) {
-        if (i) sb_put(&b, ",", 1);
-        sb_tensor(&b, g, g->outputs[i]);
-    }
-    /* op histogram, sorted by op name */
-    sb_put(&b, "],\n\"ops\":{", 10);
-    const char **ops = ig__malloc(sizeof(char *) * ((size_t)g->n_nodes + 1));
-    if (!ops)
-        b.oom = true;
-    else {
-        for (int32_t k = 0; k < g->n_nodes; k++) ops[k] = g->nodes[k].op_type;
-        qsort(ops, (size_t)g->n_nodes, sizeof(char *), cmp_str);
-        bool first = true;
-        for (int32_t k = 0; k < g->n_nodes;) {
-            int32_t j = k;
-            while (j < g->n_nodes && !strcmp(ops[j], ops[k])) j++;
-            if (!first) sb_put(&b, ",", 1);
-            first = false;
-            sb_str(&b, ops[k]);
-            sb_printf(&b, ":%d", (int)(j - k));
-            k = j;
-        }
-        ig__free(ops);
-    }
-    sb_put(&b, "},\n\"nodes\":[\n", 13);
+    sb_graph(&b, g, false);
+    sb_put(&b, "}\n", 2);
+    return finish(&b, m->rt, "model", out);
+}
+
+ingot_status ingot_engine_describe_json(const ingot_engine *e, char **out)
+{
+    if (!e || !out) return INGOT_ERR_INVALID_ARG;
+    *out = NULL;
+    const ig_graph *g = ig__engine_graph(e);
+    if (!g) g = &e->graph; /* not inferred at concrete shapes: the declared ones */
+    const size_t *removed = NULL;
+    const ig_opt_report *rep = ig__engine_report(e, &removed);
+    double flops = 0, bytes = 0;
+    bool known = true;
     for (int32_t k = 0; k < g->n_nodes; k++) {
-        const ig_node *n = &g->nodes[g->order[k]];
-        if (k) sb_put(&b, ",\n", 2);
+        flops += g->nodes[k].flops;
+        bytes += g->nodes[k].bytes_read + g->nodes[k].bytes_written;
+    }
+    for (int32_t i = 0; i < g->n_values; i++)
+        if (g->values[i].dtype != INGOT_DTYPE_UNDEFINED && !ig__shape_known(&g->values[i].shape)) known = false;
+    /* a report of no passes (the optimizer off, or none in this build): the counts are the graph's */
+    int32_t before = rep->n_passes ? rep->nodes_before : g->n_nodes,
+            after = rep->n_passes ? rep->nodes_after : g->n_nodes;
+    sbuf b = {0};
+    sb_put(&b, "{\"engine\":{\"backend\":", 21);
+    sb_str(&b, e->cuda ? "cuda" : "cpu");
+    sb_printf(&b, ",\"optimize\":%s,\"disable_passes\":", e->opts.optimize ? "true" : "false");
+    sb_str(&b, e->opts.disable_passes ? e->opts.disable_passes : "");
+    sb_printf(&b, ",\"nodes_before\":%d,\"nodes\":%d,\"flops\":%.17g,\"bytes\":%.17g,\"all_shapes_known\":%s},\n",
+              (int)before, (int)after, flops, bytes, known ? "true" : "false");
+    sb_graph(&b, g, true);
+    sb_put(&b, ",\n\"passes\":[", 12);
+    for (int32_t p = 0; p < rep->n_passes; p++) {
+        const ig_opt_pass_report *r = &rep->passes[p];
+        if (p) sb_put(&b, ",\n", 2);
         sb_put(&b, "{\"name\":", 8);
-        sb_str(&b, n->name);
-        sb_put(&b, ",\"op\":", 6);
-        sb_str(&b, n->op_type);
-        sb_put(&b, ",\"domain\":", 10);
-        sb_str(&b, n->domain);
-        sb_put(&b, ",\"inputs\":[", 11);
-        for (int32_t i = 0; i < n->n_inputs; i++) {
-            if (i) sb_put(&b, ",", 1);
-            sb_str(&b, n->inputs[i] < 0 ? "" : g->values[n->inputs[i]].name);
-        }
-        sb_put(&b, "],\"outputs\":[", 13);
-        bool first = true;
-        for (int32_t i = 0; i < n->n_outputs; i++) {
-            if (n->outputs[i] < 0) continue;
-            if (!first) sb_put(&b, ",", 1);
-            first = false;
-            sb_tensor(&b, g, n->outputs[i]);
-        }
-        sb_printf(&b, "],\"flops\":%.17g,\"bytes_read\":%.17g,\"bytes_written\":%.17g,\"folded\":%s}", n->flops,
-                  n->bytes_read, n->bytes_written, n->folded ? "true" : "false");
+        sb_str(&b, r->name);
+        sb_printf(&b,
+                  ",\"skipped\":%s,\"rewrites\":%d,\"nodes_removed\":%d,\"tensors_removed\":%d,"
+                  "\"bytes_removed\":%zu,\"ms\":%.3f}",
+                  r->skipped ? "true" : "false", (int)r->n_rewrites, (int)r->n_nodes_removed, (int)r->n_removed_values,
+                  removed ? removed[p] : (size_t)0, r->ms);
     }
-    sb_put(&b, "\n]}\n", 4);
-    if (b.oom) {
-        ig__free(b.p);
-        ig_err e = {0};
-        ig__errf(&e, INGOT_ERR_OUT_OF_MEMORY, "out of memory writing the model description");
-        return ig__api_fail(m->rt, &e);
-    }
-    *out = b.p;
-    return INGOT_OK;
+    sb_put(&b, "]}\n", 3);
+    return finish(&b, e->rt, "engine", out);
 }

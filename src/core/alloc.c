@@ -2,24 +2,27 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static uint64_t alloc_count;
-static uint64_t alloc_fail_at; /* 0: never fail */
+/* Atomics, because contexts of one engine allocate from several threads at once (relaxed: the count
+ * orders nothing else; a test setting the failure point does so before it starts any thread). */
+static _Atomic uint64_t alloc_count;
+static _Atomic uint64_t alloc_fail_at; /* 0: never fail */
 
 uint64_t ig__alloc_fail_after(uint64_t n)
 {
-    uint64_t made = alloc_count;
-    alloc_count = 0;
-    alloc_fail_at = n;
+    uint64_t made = atomic_exchange_explicit(&alloc_count, 0, memory_order_relaxed);
+    atomic_store_explicit(&alloc_fail_at, n, memory_order_relaxed);
     return made;
 }
 
 static bool alloc_should_fail(void)
 {
-    alloc_count++;
-    return alloc_fail_at && alloc_count >= alloc_fail_at;
+    uint64_t k = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
+    uint64_t at = atomic_load_explicit(&alloc_fail_at, memory_order_relaxed);
+    return at && k >= at;
 }
 
 void *ig__malloc(size_t n)
@@ -73,6 +76,17 @@ void ig__arena_free(ig_arena *a)
     }
     a->head = NULL;
     a->used = 0;
+}
+
+bool ig__arena_contains(const ig_arena *a, const void *p)
+{
+    /* integers, not pointers: comparing pointers into different objects is undefined in C */
+    uintptr_t q = (uintptr_t)p;
+    for (const ig_arena_block *b = a->head; b && p; b = b->next) {
+        uintptr_t lo = (uintptr_t)b->data;
+        if (q >= lo && q - lo < b->cap) return true;
+    }
+    return false;
 }
 
 void *ig__arena_alloc(ig_arena *a, size_t n)

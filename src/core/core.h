@@ -65,7 +65,8 @@ void ig__free(void *p);
 void *ig__malloc_aligned(size_t n, size_t align);
 void ig__free_aligned(void *p);
 /* Fault injection for tests: the Nth allocation from now (1-based) and every later one fail; 0 turns
- * it off. Returns the number of allocations made since the last call. */
+ * it off. Returns the number of allocations made since the last call. The counter is atomic, so
+ * allocations from several threads are counted (in whatever order they happen). */
 uint64_t ig__alloc_fail_after(uint64_t n);
 
 /* ---- bump arena: many small allocations freed together ---- */
@@ -77,6 +78,8 @@ typedef struct ig_arena {
 
 void ig__arena_init(ig_arena *a);
 void ig__arena_free(ig_arena *a);
+/* True when p lies inside one of a's blocks (an ig__graph_clone copies such data, references the rest). */
+bool ig__arena_contains(const ig_arena *a, const void *p);
 /* Zeroed memory aligned to 16 bytes; NULL on out of memory. */
 void *ig__arena_alloc(ig_arena *a, size_t n);
 /* Zeroed memory aligned to `align` (a power of two), e.g. 64 for data kernels read. */

@@ -15,31 +15,50 @@ void ig__cpu_weights_free(ig_cpu_weights *w)
 {
     if (!w) return;
     ig__free(w->ptr);
+    ig__free(w->read);
     ig__free_aligned(w->block);
     memset(w, 0, sizeof *w);
+}
+
+/* Initializers a node (or the graph's outputs) reads: after the optimizer folded BatchNormalization into
+ * a filter, say, the original filter is read by nothing and gets no copy. */
+static bool *read_values(const ig_graph *g)
+{
+    bool *r = ig__calloc((size_t)g->n_values + 1, sizeof(bool));
+    if (!r) return NULL;
+    for (int32_t k = 0; k < g->n_nodes; k++)
+        for (int32_t i = 0; i < g->nodes[k].n_inputs; i++)
+            if (g->nodes[k].inputs[i] >= 0) r[g->nodes[k].inputs[i]] = true;
+    for (int32_t j = 0; j < g->n_outputs; j++) r[g->outputs[j]] = true;
+    return r;
 }
 
 ingot_status ig__cpu_weights_make(ig_cpu_weights *w, const ig_graph *g, ig_err *err)
 {
     memset(w, 0, sizeof *w);
+    bool *read = read_values(g);
+    if (!read) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     size_t total = 0;
     for (int32_t i = 0; i < g->n_values; i++) {
         const ig_value *v = &g->values[i];
-        if ((v->flags & IG_VAL_INITIALIZER) && v->c.n_bytes && (uintptr_t)v->c.data % IG_CPU_ALIGN)
+        if ((v->flags & IG_VAL_INITIALIZER) && read[i] && v->c.n_bytes && (uintptr_t)v->c.data % IG_CPU_ALIGN)
             total += align_up(v->c.n_bytes);
     }
     w->n_values = g->n_values;
     w->ptr = ig__calloc((size_t)g->n_values + 1, sizeof(void *));
     w->block = ig__malloc_aligned(total ? total : IG_CPU_ALIGN, IG_CPU_ALIGN);
     if (!w->ptr || !w->block) {
+        ig__free(read);
         ig__cpu_weights_free(w);
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory copying %zu bytes of weights", total);
     }
     w->bytes = total;
+    w->read = read;
     size_t off = 0;
     for (int32_t i = 0; i < g->n_values; i++) {
         const ig_value *v = &g->values[i];
-        if (!(v->flags & IG_VAL_INITIALIZER) || !v->c.n_bytes || (uintptr_t)v->c.data % IG_CPU_ALIGN == 0) continue;
+        if (!(v->flags & IG_VAL_INITIALIZER) || !read[i] || !v->c.n_bytes || (uintptr_t)v->c.data % IG_CPU_ALIGN == 0)
+            continue;
         w->ptr[i] = w->block + off;
         memcpy(w->ptr[i], v->c.data, v->c.n_bytes);
         off += align_up(v->c.n_bytes);
@@ -137,6 +156,7 @@ ingot_status ig__cpu_prepare(ig_cpu_exec *x, const ig_graph *g, const ig_plan *p
         const ig_value *v = &g->values[i];
         if (v->dtype == INGOT_DTYPE_UNDEFINED || !ig__shape_known(&v->shape)) continue;
         if (v->flags & IG_VAL_CONST) {
+            if (w && w->read && i < w->n_values && !w->read[i]) continue; /* nothing reads it */
             x->t[i].data = w && i < w->n_values && w->ptr[i] ? w->ptr[i] : (void *)v->c.data;
             if ((uintptr_t)x->t[i].data % IG_CPU_ALIGN && v->c.n_bytes) {
                 ig__cpu_release(x);

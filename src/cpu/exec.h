@@ -19,6 +19,7 @@
 typedef struct ig_cpu_weights {
     int32_t n_values;
     void **ptr;           /* [n_values] aligned copy, or NULL to use the value's own bytes */
+    bool *read;           /* [n_values] read by a node or a graph output (the others need no copy) */
     unsigned char *block; /* one allocation holding every copy */
     size_t bytes;
 } ig_cpu_weights;

@@ -3,6 +3,12 @@
  * contiguous chunk per thread; the caller's thread takes a chunk too and waits for the rest.
  * No allocation per call, so kernels may use it freely inside an inference.
  *
+ * One pool serves every context of an engine, and contexts run on threads of their own: a call that
+ * finds the pool busy (another context's job, or a nested call from inside a chunk) runs its whole
+ * range serially on its own thread instead of waiting. It never blocks on another caller, so neither
+ * several callers nor nesting can deadlock, and the result is the same: kernels cut their work by
+ * ig__pool_threads(), never by who happens to run a chunk.
+ *
  * Hand-offs spin briefly before sleeping on a condition variable: a kernel calls the pool several
  * times per layer, and a wake-up through the kernel scheduler cost ~90 us per call on a 2-core VM,
  * more than many of the layers themselves.
@@ -29,7 +35,8 @@ typedef struct ig_pool {
     _Atomic uint64_t generation; /* bumped once per job */
     _Atomic int pending;         /* workers still running the current job */
     _Atomic bool quit;
-    int sleepers; /* workers blocked on work_cv (under mu) */
+    atomic_flag busy; /* held by the caller whose job the workers run; its job fields below are its own */
+    int sleepers;     /* workers blocked on work_cv (under mu) */
     /* the current job */
     ig_range_fn fn;
     void *arg;
@@ -95,6 +102,7 @@ ig_pool *ig__pool_create(int n_threads)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
+    atomic_flag_clear(&p->busy);
     p->n_threads = 1;
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = ig__malloc(sizeof *wa);
@@ -133,7 +141,8 @@ void ig__parallel_for(ig_pool *p, int64_t n, int64_t grain, ig_range_fn fn, void
     if (grain < 1) grain = 1;
     int64_t parts = p ? p->n_threads : 1;
     if (parts > n / grain) parts = n / grain;
-    if (parts <= 1) {
+    /* acquire: the previous owner's reads of the job fields (and its workers') happen before our writes */
+    if (parts <= 1 || atomic_flag_test_and_set_explicit(&p->busy, memory_order_acquire)) {
         fn(arg, 0, n);
         return;
     }
@@ -155,4 +164,5 @@ void ig__parallel_for(ig_pool *p, int64_t n, int64_t grain, ig_range_fn fn, void
         while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
+    atomic_flag_clear_explicit(&p->busy, memory_order_release);
 }

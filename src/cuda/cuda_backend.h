@@ -19,16 +19,26 @@ typedef struct ig_cuda_ctx ig_cuda_ctx;
 /* A usable device: INGOT_OK, or INGOT_ERR_NO_DEVICE with the reason. */
 ingot_status ig__cuda_probe(ig_err *err);
 
-/* Every non-folded node has a CUDA lowering (shape-independent check). Fails naming node and op. */
+/* Every non-folded node of inferred graph g can run on the device (the support table of
+ * src/cuda/lower_table.c); else INGOT_ERR_MODEL_UNSUPPORTED_OP listing every node that cannot, with why. */
 ingot_status ig__cuda_check_graph(const ig_graph *g, ig_err *err);
 
 typedef struct ig_cuda_engine_options {
     ingot_dtype precision;  /* FLOAT or FLOAT16 */
     size_t workspace_limit; /* per-step workspace cap in bytes (0: 256 MiB) */
+    int device;             /* CUDA device index */
+    int graphs;             /* capture each shape's program into a CUDA Graph */
+    int tune;               /* time algorithm candidates (0: the libraries' heuristic choice) */
+    int sync_debug;         /* synchronise after every step, so a fault names its node */
+    int nhwc;               /* channels-last convolutions */
+    int gelu_epilogue;      /* GELU in cuBLASLt's epilogue (its tanh form), fp16 only */
+    int attention;          /* the flash-attention kernel where it applies */
+    int attention_kernel;   /* 0 by size; 1 wide, 2 narrow, 3 split (tests) */
 } ig_cuda_engine_options;
 
-/* When g's shapes are concrete, lowers it once and uploads the weights now (the build); otherwise
- * that happens at the first instance. */
+/* Lower g (an instance of the engine's graph inferred at representative concrete shapes) once: every
+ * node is checked and the weights are uploaded into one allocation. Contexts lower the other shapes;
+ * a constant the engine does not hold then lives in the context's arena. g is not kept. */
 ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_options *o, ig_cuda_engine **out,
                                     ig_err *err);
 void ig__cuda_engine_destroy(ig_cuda_engine *e);

@@ -81,8 +81,8 @@ typedef struct ig_cu_tensor {
 /* A constant converted for the device: what to compute on the host and where it goes. */
 typedef enum ig_wkind {
     IG_W_PLAIN = 0,    /* value's elements converted to dtype, times scale */
-    IG_W_CONV_W = 1,   /* conv filter [K, C/g, R, S], BN scale folded in; KRSC when nhwc */
-    IG_W_CONV_B = 2,   /* conv bias [K] (zeros when absent), BN folded in */
+    IG_W_CONV_W = 1,   /* conv filter [K, C/g, R, S]; KRSC when nhwc, RSK for depthwise */
+    IG_W_CONV_B = 2,   /* conv bias [K] (zeros when absent) */
     IG_W_BN_SCALE = 3, /* gamma / sqrt(var + eps) */
     IG_W_BN_SHIFT = 4, /* beta - mean * gamma / sqrt(var + eps) */
 } ig_wkind;
@@ -90,7 +90,7 @@ typedef enum ig_wkind {
 typedef struct ig_cu_wreq {
     int32_t kind;      /* ig_wkind */
     int32_t src;       /* PLAIN: the value; CONV_W: filter; CONV_B: bias value or -1 */
-    int32_t bn[4];     /* BN params (scale, B, mean, var) value ids, or -1 */
+    int32_t bn[4];     /* BN_SCALE/BN_SHIFT: the BN params (scale, B, mean, var) value ids; else -1 */
     float eps;         /* BN epsilon */
     float scale;       /* PLAIN: multiplier (1 normally) */
     ingot_dtype dtype; /* device element type */
@@ -100,20 +100,29 @@ typedef struct ig_cu_wreq {
     bool all_initializers; /* every source is a file initializer (shape-independent: engine-owned) */
 } ig_cu_wreq;
 
+/* The kinds of step, X(NAME, label): one list for the enum, the profile's labels and the tests. */
+#define IG_CU_STEP_KINDS(X)   \
+    X(EW, "ew")               \
+    X(CONV, "conv")           \
+    X(GEMM, "gemm")           \
+    X(SOFTMAX, "softmax")     \
+    X(LAYERNORM, "layernorm") \
+    X(REDUCE, "reduce")       \
+    X(POOL, "pool")           \
+    X(GATHER, "gather")       \
+    X(FILL, "fill")           \
+    X(ATTENTION, "attention") \
+    X(DWCONV, "dwconv")
+
 typedef enum ig_cu_step_kind {
-    IG_ST_EW = 0,
-    IG_ST_CONV,
-    IG_ST_GEMM,
-    IG_ST_SOFTMAX,
-    IG_ST_LAYERNORM,
-    IG_ST_REDUCE,
-    IG_ST_POOL,
-    IG_ST_GATHER,
-    IG_ST_FILL,
-    IG_ST_ATTENTION,
-    IG_ST_DWCONV,
-    IG_ST_KIND_COUNT
+#define IG_CU_X_(name, label) IG_ST_##name,
+    IG_CU_STEP_KINDS(IG_CU_X_)
+#undef IG_CU_X_
+        IG_ST_KIND_COUNT
 } ig_cu_step_kind;
+
+/* "gemm" for IG_ST_GEMM, "?" for anything else. */
+const char *ig__cu_step_kind_name(int kind);
 
 typedef struct ig_cu_ew {
     int32_t out; /* tensor */
@@ -204,20 +213,26 @@ typedef struct ig_cu_prog {
     int32_t *val_tensor; /* [g->n_values] the tensor holding each value (-1: none yet) */
     int32_t *val_nhwc;   /* [g->n_values] a channels-last copy made for convolutions (-1) */
     int32_t n_inputs, n_outputs;
-    int32_t *in_tensor;  /* [n_inputs] the caller's bytes (LOC_INPUT), -1 for folded inputs */
-    int32_t *out_tensor; /* [n_outputs] the destination (LOC_OUTPUT) */
-    int64_t n_fused;     /* graph nodes absorbed into another step (reports) */
+    int32_t *in_tensor;             /* [n_inputs] the caller's bytes (LOC_INPUT), -1 for folded inputs */
+    int32_t *out_tensor;            /* [n_outputs] the destination (LOC_OUTPUT) */
+    int64_t n_fused;                /* model nodes the optimizer fused into the lowered nodes (reports) */
+    int32_t n_lowered[IG_OP_COUNT]; /* nodes lowered, per op (the tests' coverage check) */
 } ig_cu_prog;
 
 typedef struct ig_cu_lower_options {
     ingot_dtype precision; /* FLOAT or FLOAT16 */
     int nhwc;              /* convolutions channels-last (default 1) */
     int gelu_epilogue;     /* fuse erf-GELU into cuBLASLt's GELU epilogue (tanh form; fp16 only) */
-    int attention;         /* fused attention kernel where the pattern and shapes allow */
+    int attention;         /* the flash-attention kernel where ingot.Attention's shapes allow */
+    int attention_kernel;  /* 0: chosen by size; 1 wide, 2 narrow, 3 split (tests) */
 } ig_cu_lower_options;
 
-/* Which ops the CUDA backend can run; NULL when supported, else a reason. */
-const char *ig__cu_op_unsupported(const ig_graph *g, const ig_node *n);
+/* The support table (lower_table.c). Why node n of an inferred graph cannot run on the device, or NULL. */
+const char *ig__cu_node_unsupported(const ig_graph *g, const ig_node *n);
+/* Every node of inferred graph g that cannot run, "'name' (Op): reason; ..." into buf; their count. */
+int32_t ig__cu_unsupported(const ig_graph *g, char *buf, size_t n);
+/* The backend has a lowering for op (the coverage check of the tests). */
+bool ig__cu_op_lowered(int32_t op);
 /* Lower g (shapes concrete) into *p. Fails naming the node that cannot run on the device. */
 ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu_prog *p, ig_err *err);
 void ig__cu_prog_free(ig_cu_prog *p);

@@ -25,18 +25,16 @@
 #define DEFAULT_WS_LIMIT ((size_t)256 << 20)
 
 struct ig_cuda_engine {
-    const ig_graph *g;
     ig_cuda_engine_options o;
     ig_cu_lower_options lo;
-    ig_cu_weights w;
-    bool weights_ready;
+    ig_cu_weights w; /* uploaded at creation; read-only after */
 };
 
 typedef struct instance {
     int32_t n_in;
-    int32_t in_rank[16];
-    int64_t in_dims[16][IG_MAX_RANK];
-    uint64_t in_hash; /* values of shape-deciding inputs */
+    int32_t *in_rank;                /* [n_in] the input shapes this instance was made for */
+    int64_t (*in_dims)[IG_MAX_RANK]; /* [n_in] */
+    uint64_t in_hash;                /* values of shape-deciding inputs */
     ig_cu_prog prog;
     void **tptr;          /* [n_tensors] device pointer of every tensor */
     int32_t *staging_in;  /* [n_inputs] arena buffers for the host path (-1) */
@@ -51,6 +49,7 @@ typedef struct instance {
     char fallback[256];
     cudaGraphNode_t *io_node; /* [n_steps] kernel node of each io_patch step */
     const void **baked;       /* [n_tensors] pointers baked into the graph for the io tensors */
+    void *consts;             /* host copy of the instance constants (offset = their arena offset) */
     double prepare_ms, tune_ms;
 } instance;
 
@@ -66,7 +65,7 @@ struct ig_cuda_ctx {
     bool failed;
     ingot_status fail_status;
     int64_t graph_updates, graph_captures, n_prepared;
-    bool sync_debug; /* INGOT_CUDA_SYNC=1: synchronise after every step, naming a faulting node */
+    bool sync_debug; /* synchronise after every step, naming a faulting node */
 };
 
 static double now_ms(void)
@@ -84,31 +83,23 @@ static bool shapes_concrete(const ig_graph *g)
         const ig_value *x = &g->values[v];
         if (x->dtype != INGOT_DTYPE_UNDEFINED && !ig__shape_known(&x->shape)) {
             if (x->producer >= 0 && g->nodes[x->producer].folded) continue;
+            if (x->producer < 0 && !(x->flags & (IG_VAL_INPUT | IG_VAL_INITIALIZER))) continue; /* a dead value */
             return false;
         }
     }
     return true;
 }
 
+static ingot_status set_device(int device, ig_err *err) { return IG_CU(err, NULL, cudaSetDevice(device)); }
+
 ingot_status ig__cuda_check_graph(const ig_graph *g, ig_err *err)
 {
-    for (int32_t k = 0; k < g->n_nodes; k++) {
-        const ig_node *n = &g->nodes[g->order[k]];
-        if (n->folded) continue;
-        const char *why = ig__cu_op_unsupported(g, n);
-        if (why)
-            return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "node '%s' (%s): CUDA backend: %s", ig__node_label(n),
-                            n->op_type, why);
-    }
+    char why[IG_ERRMSG_MAX];
+    int32_t bad = ig__cu_unsupported(g, why, sizeof why);
+    if (bad)
+        return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the CUDA backend cannot run %d node%s: %s", (int)bad,
+                        bad == 1 ? "" : "s", why);
     return INGOT_OK;
-}
-
-static ingot_status engine_weights(ig_cuda_engine *e, const ig_graph *g, const ig_cu_prog *p, ig_err *err)
-{
-    if (e->weights_ready) return INGOT_OK;
-    ingot_status st = ig__cu_weights_build(g, p, &e->w, err);
-    if (st == INGOT_OK) e->weights_ready = true;
-    return st;
 }
 
 ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_options *o, ig_cuda_engine **out,
@@ -116,34 +107,32 @@ ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_opti
 {
     *out = NULL;
     ingot_status st = ig__cuda_probe(err);
-    if (st != INGOT_OK) return st;
+    if (st != INGOT_OK || (st = set_device(o->device, err)) != INGOT_OK) return st;
     if ((st = ig__cuda_check_graph(g, err)) != INGOT_OK) return st;
+    if (!shapes_concrete(g))
+        return ig__errf(err, INGOT_ERR_INTERNAL, "the CUDA engine is built from a graph with concrete shapes");
     ig_cuda_engine *e = ig__calloc(1, sizeof *e);
     if (!e) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
-    e->g = g;
     e->o = *o;
     if (!e->o.workspace_limit) e->o.workspace_limit = DEFAULT_WS_LIMIT;
     e->lo.precision = o->precision == INGOT_DTYPE_FLOAT16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
-    const char *env = getenv("INGOT_CUDA_NCHW");
-    e->lo.nhwc = !(env && env[0] == '1');
-    env = getenv("INGOT_CUDA_GELU_EPILOGUE");
-    e->lo.gelu_epilogue = !(env && env[0] == '0');
-    /* The fused (flash) attention kernel: on by default; INGOT_CUDA_ATTENTION=0 keeps cuBLASLt + softmax
-     * (for comparison and diagnosis). */
-    env = getenv("INGOT_CUDA_ATTENTION");
-    e->lo.attention = !(env && env[0] == '0');
-    if (shapes_concrete(g)) {
-        ig_cu_prog p;
-        if ((st = ig__cu_lower(g, &e->lo, &p, err)) != INGOT_OK) goto fail;
-        st = engine_weights(e, g, &p, err);
+    e->lo.nhwc = o->nhwc;
+    e->lo.gelu_epilogue = o->gelu_epilogue;
+    e->lo.attention = o->attention;
+    e->lo.attention_kernel = o->attention_kernel;
+    /* lowered once at the representative shapes: every node checked, the weights uploaded; a later
+     * shape whose program asks for a constant the engine lacks keeps it in its own arena */
+    ig_cu_prog p;
+    if ((st = ig__cu_lower(g, &e->lo, &p, err)) == INGOT_OK) {
+        st = ig__cu_weights_build(g, &p, &e->w, err);
         ig__cu_prog_free(&p);
-        if (st != INGOT_OK) goto fail;
+    }
+    if (st != INGOT_OK) {
+        ig__cuda_engine_destroy(e);
+        return st;
     }
     *out = e;
     return INGOT_OK;
-fail:
-    ig__cuda_engine_destroy(e);
-    return st;
 }
 
 void ig__cuda_engine_destroy(ig_cuda_engine *e)
@@ -186,6 +175,9 @@ static void instance_free(instance *in)
     ig__free(in->staging_out);
     ig__free(in->io_node);
     ig__free(in->baked);
+    ig__free(in->in_rank);
+    ig__free(in->in_dims);
+    ig__free(in->consts);
     ig__cu_prog_free(&in->prog);
     ig__free(in);
 }
@@ -429,18 +421,37 @@ static ingot_status ensure_arena(ig_cuda_ctx *c, instance *in, ig_err *err)
     return INGOT_OK;
 }
 
-static ingot_status upload_consts(ig_cuda_ctx *c, instance *in, ig_err *err)
+/* The instance constants (shape-dependent folded values, requests the engine does not hold) are made
+ * on the host once, at preparation, and uploaded from that copy -- again whenever the arena is
+ * replaced by a larger one, since the graph they came from has moved on to other shapes by then. */
+static ingot_status make_consts(instance *in, ig_err *err)
 {
     ig_cu_prog *p = &in->prog;
+    size_t end = 0;
+    for (int32_t b = 0; b < p->n_bufs; b++) {
+        const ig_cu_buf *x = &p->bufs[b];
+        if (x->loc == IG_LOC_ARENA && x->is_const && x->bytes && x->offset + x->bytes > end) end = x->offset + x->bytes;
+    }
+    if (!end) return INGOT_OK;
+    if (!(in->consts = ig__malloc(end))) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int32_t b = 0; b < p->n_bufs; b++) {
         const ig_cu_buf *x = &p->bufs[b];
         if (x->loc != IG_LOC_ARENA || !x->is_const || !x->bytes) continue;
-        void *host = malloc(x->bytes);
-        if (!host) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory");
-        ingot_status st = ig__cu_wreq_fill(p->g, &p->wreqs[x->wreq], host, err);
-        if (st == INGOT_OK)
-            st = IG_CU(err, NULL, cudaMemcpy((char *)c->arena + x->offset, host, x->bytes, cudaMemcpyHostToDevice));
-        free(host);
+        ingot_status st = ig__cu_wreq_fill(p->g, &p->wreqs[x->wreq], (char *)in->consts + x->offset, err);
+        if (st != INGOT_OK) return st;
+    }
+    return INGOT_OK;
+}
+
+static ingot_status upload_consts(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    for (int32_t b = 0; b < p->n_bufs && in->consts; b++) {
+        const ig_cu_buf *x = &p->bufs[b];
+        if (x->loc != IG_LOC_ARENA || !x->is_const || !x->bytes) continue;
+        ingot_status st = IG_CU(
+            err, NULL,
+            cudaMemcpy((char *)c->arena + x->offset, (char *)in->consts + x->offset, x->bytes, cudaMemcpyHostToDevice));
         if (st != INGOT_OK) return st;
     }
     return INGOT_OK;
@@ -451,8 +462,7 @@ static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
     ig_cu_prog *p = &in->prog;
     char lbl[256];
     double t0 = now_ms();
-    const char *env = getenv("INGOT_CUDA_TUNE"); /* 0: keep the heuristics' first choice (sanitizer runs) */
-    bool timing = !(env && env[0] == '0');
+    bool timing = c->e->o.tune != 0; /* 0: keep the heuristics' first choice (sanitizer runs) */
     /* arena contents are arbitrary here: tuning writes only outputs and workspaces */
     for (int32_t s = 0; s < p->n_steps; s++) {
         ig_cu_step *st = &p->steps[s];
@@ -472,7 +482,7 @@ static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
 }
 
 static bool key_matches(const instance *in, const ig_graph *g);
-static void key_fill(instance *in, const ig_graph *g);
+static bool key_fill(instance *in, const ig_graph *g);
 
 static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance **out, ig_err *err)
 {
@@ -480,10 +490,9 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
     ingot_status st;
     instance *in = ig__calloc(1, sizeof *in);
     if (!in) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
-    key_fill(in, g);
+    if (!key_fill(in, g)) goto oom;
     if ((st = ig__cu_lower(g, &c->e->lo, &in->prog, err)) != INGOT_OK) goto fail;
     ig_cu_prog *p = &in->prog;
-    if ((st = engine_weights(c->e, g, p, err)) != INGOT_OK) goto fail;
     /* weights the engine holds; anything else becomes an instance constant in the arena */
     for (int32_t b = 0; b < p->n_bufs; b++) {
         ig_cu_buf *x = &p->bufs[b];
@@ -545,7 +554,7 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
         p->bufs[in->staging_out[j]].is_scratch = 2;
         if ((st = IG_CU(err, NULL, cudaMallocHost(&in->host_out[j], bytes ? bytes : 16))) != INGOT_OK) goto fail;
     }
-    if ((st = plan_instance(c, in, err)) != INGOT_OK) goto fail;
+    if ((st = plan_instance(c, in, err)) != INGOT_OK || (st = make_consts(in, err)) != INGOT_OK) goto fail;
     in->tptr = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
     in->io_node = ig__calloc((size_t)p->n_steps + 1, sizeof(cudaGraphNode_t));
     in->baked = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
@@ -577,20 +586,24 @@ static uint64_t shape_input_hash(const ig_graph *g)
     return h;
 }
 
-static void key_fill(instance *in, const ig_graph *g)
+static bool key_fill(instance *in, const ig_graph *g)
 {
-    in->n_in = g->n_inputs < 16 ? g->n_inputs : 16;
+    in->n_in = g->n_inputs;
+    in->in_rank = ig__calloc((size_t)g->n_inputs + 1, sizeof *in->in_rank);
+    in->in_dims = ig__calloc((size_t)g->n_inputs + 1, sizeof *in->in_dims);
+    if (!in->in_rank || !in->in_dims) return false;
     for (int32_t i = 0; i < in->n_in; i++) {
         const ig_value *v = &g->values[g->inputs[i]];
         in->in_rank[i] = v->shape.rank;
         for (int32_t k = 0; k < v->shape.rank; k++) in->in_dims[i][k] = v->shape.d[k].n;
     }
     in->in_hash = shape_input_hash(g);
+    return true;
 }
 
 static bool key_matches(const instance *in, const ig_graph *g)
 {
-    if (in->n_in != (g->n_inputs < 16 ? g->n_inputs : 16)) return false;
+    if (in->n_in != g->n_inputs) return false;
     for (int32_t i = 0; i < in->n_in; i++) {
         const ig_value *v = &g->values[g->inputs[i]];
         if (in->in_rank[i] != v->shape.rank) return false;
@@ -623,11 +636,9 @@ ingot_status ig__cuda_ctx_create(ig_cuda_engine *e, const ig_graph *g, ig_cuda_c
     if (!c) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     c->e = e;
     c->cur = -1;
-    c->graphs = true;
-    const char *env = getenv("INGOT_CUDA_SYNC");
-    c->sync_debug = env && env[0] == '1';
-    env = getenv("INGOT_CUDA_GRAPHS");
-    if (env && env[0] == '0') c->graphs = false;
+    c->graphs = e->o.graphs != 0;
+    c->sync_debug = e->o.sync_debug != 0;
+    if ((st = set_device(e->o.device, err)) != INGOT_OK) goto fail;
     if ((st = IG_CU(err, NULL, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking))) != INGOT_OK) goto fail;
     if ((st = IG_CUDNN(err, NULL, cudnnCreate(&c->libs.cudnn))) != INGOT_OK) goto fail;
     if ((st = IG_CUBLAS(err, NULL, cublasLtCreate(&c->libs.lt))) != INGOT_OK) goto fail;
@@ -654,6 +665,8 @@ void ig__cuda_ctx_destroy(ig_cuda_ctx *c)
 
 ingot_status ig__cuda_ctx_select(ig_cuda_ctx *c, const ig_graph *g, ig_err *err)
 {
+    ingot_status dst = set_device(c->e->o.device, err); /* the calling thread may be a new one */
+    if (dst != INGOT_OK) return dst;
     if (c->failed)
         return ig__errf(err, c->fail_status ? c->fail_status : INGOT_ERR_DEVICE_FATAL,
                         "the context failed in an earlier run and cannot be used; destroy it");
@@ -664,6 +677,7 @@ ingot_status ig__cuda_ctx_select(ig_cuda_ctx *c, const ig_graph *g, ig_err *err)
                 ingot_status st = ensure_arena(c, c->inst[i], err);
                 if (st != INGOT_OK) return st;
                 bind_instance(c, c->inst[i]);
+                if ((st = upload_consts(c, c->inst[i], err)) != INGOT_OK) return st;
             }
             return INGOT_OK;
         }
@@ -923,6 +937,7 @@ static instance *current(ig_cuda_ctx *c, ig_err *err)
 ingot_status ig__cuda_ctx_enqueue(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream,
                                   ig_err *err)
 {
+    if (set_device(c->e->o.device, err) != INGOT_OK) return err->status;
     instance *in = current(c, err);
     if (!in) return err->status;
     ig_cu_prog *p = &in->prog;
@@ -934,6 +949,7 @@ ingot_status ig__cuda_ctx_enqueue(ig_cuda_ctx *c, const void *const *inputs, voi
 
 ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig_err *err)
 {
+    if (set_device(c->e->o.device, err) != INGOT_OK) return err->status;
     instance *in = current(c, err);
     if (!in) return err->status;
     ig_cu_prog *p = &in->prog;
@@ -961,8 +977,8 @@ ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig
     if (st != INGOT_OK) {
         c->failed = true;
         c->fail_status = st;
-        ig__err_prefix(err, "a fault during the run, detected at the stream synchronisation (set INGOT_CUDA_SYNC=1 "
-                            "to name the node)");
+        ig__err_prefix(err, "a fault during the run, detected at the stream synchronisation (build with "
+                            "cuda_sync_debug = 1, or set INGOT_CUDA_SYNC=1, to name the node)");
     }
     return st;
 }
@@ -1011,6 +1027,16 @@ void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out)
     out->tune_ms = in->tune_ms;
 }
 
+const char *ig__cu_step_kind_name(int kind)
+{
+    static const char *const names[] = {
+#define IG_CU_X_(name, label) label,
+        IG_CU_STEP_KINDS(IG_CU_X_)
+#undef IG_CU_X_
+    };
+    return kind >= 0 && kind < IG_ST_KIND_COUNT ? names[kind] : "?";
+}
+
 int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream, int64_t max,
                              char (*labels)[96], double *ms, ig_err *err)
 {
@@ -1023,42 +1049,29 @@ int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *co
     for (int32_t j = 0; j < p->n_outputs; j++) in->tptr[p->out_tensor[j]] = outputs[j];
     int64_t n = p->n_steps < max ? p->n_steps : max;
     cudaEvent_t *ev = ig__calloc((size_t)n + 1, sizeof(cudaEvent_t));
-    if (!ev) return -1;
-    int64_t made = 0;
-    for (; made <= n; made++)
-        if (cudaEventCreate(&ev[made]) != cudaSuccess) break;
-    if (made <= n) {
-        for (int64_t i = 0; i < made; i++) cudaEventDestroy(ev[i]);
-        ig__free(ev);
-        IG_CU(err, NULL, cudaErrorMemoryAllocation);
+    if (!ev) {
+        ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
         return -1;
     }
-    cudaEventRecord(ev[0], s);
-    for (int64_t k = 0; k < n; k++) {
-        if (launch_step(c, in, &p->steps[k], s, err) != INGOT_OK) break;
-        cudaEventRecord(ev[k + 1], s);
+    int64_t made = 0;
+    ingot_status st = INGOT_OK;
+    for (; made <= n && st == INGOT_OK; made++) st = IG_CU(err, NULL, cudaEventCreate(&ev[made]));
+    if (st == INGOT_OK) st = IG_CU(err, NULL, cudaEventRecord(ev[0], s));
+    for (int64_t k = 0; k < n && st == INGOT_OK; k++) {
+        st = launch_step(c, in, &p->steps[k], s, err);
+        if (st == INGOT_OK) st = IG_CU(err, NULL, cudaEventRecord(ev[k + 1], s));
     }
-    cudaStreamSynchronize(s);
+    ingot_status sync = IG_CU(st == INGOT_OK ? err : &(ig_err){0}, NULL, cudaStreamSynchronize(s));
+    if (st == INGOT_OK) st = sync;
     char lbl[256];
-    for (int64_t k = 0; k < n; k++) {
+    for (int64_t k = 0; k < n && st == INGOT_OK; k++) {
         float t = 0;
-        cudaEventElapsedTime(&t, ev[k], ev[k + 1]);
+        st = IG_CU(err, NULL, cudaEventElapsedTime(&t, ev[k], ev[k + 1]));
         ms[k] = t;
-        const ig_cu_step *st = &p->steps[k];
-        const char *kind = st->kind == IG_ST_EW          ? "ew"
-                           : st->kind == IG_ST_CONV      ? "conv"
-                           : st->kind == IG_ST_GEMM      ? "gemm"
-                           : st->kind == IG_ST_SOFTMAX   ? "softmax"
-                           : st->kind == IG_ST_LAYERNORM ? "layernorm"
-                           : st->kind == IG_ST_REDUCE    ? "reduce"
-                           : st->kind == IG_ST_POOL      ? "pool"
-                           : st->kind == IG_ST_GATHER    ? "gather"
-                           : st->kind == IG_ST_FILL      ? "fill"
-                           : st->kind == IG_ST_DWCONV    ? "dwconv"
-                                                         : "attention";
-        snprintf(labels[k], 96, "%-9s %.80s", kind, label_of(p, st, lbl, sizeof lbl));
+        const ig_cu_step *step = &p->steps[k];
+        snprintf(labels[k], 96, "%-9s %.80s", ig__cu_step_kind_name(step->kind), label_of(p, step, lbl, sizeof lbl));
     }
-    for (int64_t i = 0; i <= n; i++) cudaEventDestroy(ev[i]);
+    for (int64_t i = 0; i < made; i++) cudaEventDestroy(ev[i]);
     ig__free(ev);
-    return n;
+    return st == INGOT_OK ? n : -1;
 }

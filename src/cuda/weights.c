@@ -1,8 +1,9 @@
 /*
  * weights.c -- constants converted once for the device: precision (fp16 storage saturates at +-65504
  * instead of overflowing to infinity, so masks built as `(1 - m) * float_min` stay finite and 0 * min
- * stays 0), filter layout (KRSC for channels-last convolutions), BatchNormalization folded into the
- * preceding convolution's filter and bias. Every engine-owned request lands in ONE device allocation.
+ * stays 0), filter layout (KRSC for channels-last convolutions, RSK for depthwise), and the per-channel
+ * scale and shift of a BatchNormalization the optimizer left standing (folding BN into a convolution is
+ * the optimizer's job: src/opt/bn_fold.c). Every engine-owned request lands in ONE device allocation.
  */
 #include "cuda_internal.h"
 

@@ -17,6 +17,14 @@ ingot_status ig__graph_init(ig_graph *g, ig_err *err)
 void ig__graph_free(ig_graph *g)
 {
     if (!g) return;
+    if (g->base) { /* an instance owns what inference writes; the structure is its base's */
+        ig__free(g->values);
+        ig__free(g->nodes);
+        ig__free(g->syms);
+        ig__arena_free(&g->arena);
+        memset(g, 0, sizeof *g);
+        return;
+    }
     ig__free(g->values);
     ig__free(g->nodes);
     ig__free(g->index);

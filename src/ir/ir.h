@@ -165,7 +165,8 @@ typedef struct ig_graph {
 /* ---- building ---- */
 ingot_status ig__graph_init(ig_graph *g, ig_err *err);
 void ig__graph_free(ig_graph *g);
-/* The value with this name, created (dtype UNDEFINED, rank -1) if absent. -1 on out of memory. */
+/* The value with this name, created (dtype UNDEFINED, rank -1) if absent. -1 on out of memory. Never on an
+ * instance (ig__graph_instance): it shares its base's name index. */
 int32_t ig__graph_value(ig_graph *g, const char *name, ig_err *err);
 /* The id of an existing value, -1 if none. */
 int32_t ig__graph_find(const ig_graph *g, const char *name);

@@ -814,9 +814,17 @@ static ingot_status import(ig_onnx_file *file, ig_graph *g, ig_err *err)
     return ig__graph_verify(g, err);
 }
 
+ig_onnx_file *ig__onnx_retain(ig_onnx_file *file)
+{
+    if (file) atomic_fetch_add_explicit(&file->refs, 1, memory_order_relaxed);
+    return file;
+}
+
 void ig__onnx_close(ig_onnx_file *file)
 {
     if (!file) return;
+    /* acq_rel: every holder's reads of the mapping happen before the unmap by the last one */
+    if (atomic_fetch_sub_explicit(&file->refs, 1, memory_order_acq_rel) > 1) return;
     ig__onnx_blob_close(&file->model);
     for (int32_t i = 0; i < file->n_ext; i++) ig__onnx_blob_close(&file->ext[i]);
     ig__free(file->ext);
@@ -830,6 +838,7 @@ ingot_status ig__onnx_load_file(const char *path, const ig_onnx_options *opt, ig
     *out = NULL;
     ig_onnx_file *file = ig__calloc(1, sizeof *file);
     if (!file) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory opening '%s'", path);
+    atomic_init(&file->refs, 1);
     file->opt = default_options(opt);
     ingot_status st = ig__onnx_blob_open(path, file->opt.use_mmap, "model file", &file->model, err);
     if (st) goto fail;
@@ -870,6 +879,7 @@ ingot_status ig__onnx_load_buffer(const void *data, size_t n, const char *base_d
     ig_onnx_file *file = ig__calloc(1, sizeof *file);
     ingot_status st = INGOT_OK;
     if (!file) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory loading a %zu-byte model", n);
+    atomic_init(&file->refs, 1);
     file->opt = default_options(opt);
     if (n) {
         file->model.heap = ig__malloc(n);

@@ -8,6 +8,8 @@
 #include "onnx.h"
 #include "pb.h"
 
+#include <stdatomic.h>
+
 /* One mapped (or read) file: the model itself or an external data file. */
 typedef struct ig_onnx_blob {
     char *path;          /* resolved path (external data), for matching and messages */
@@ -18,6 +20,7 @@ typedef struct ig_onnx_blob {
 } ig_onnx_blob;
 
 struct ig_onnx_file {
+    _Atomic int32_t refs; /* the model and every engine built from it (ig__onnx_retain / ig__onnx_close) */
     ig_onnx_blob model;
     char *dir; /* real path of the folder external data may come from; NULL forbids it */
     ig_onnx_options opt;

@@ -35,7 +35,9 @@ typedef struct ig_onnx_options {
     bool load_external_data; /* resolve external data (true) or only record locations */
 } ig_onnx_options;
 
-/* A model file kept open (mapped) while the graph references its bytes. */
+/* A model file kept open (mapped) while a graph references its bytes. Reference-counted: the model
+ * holds one reference and every engine built from it another (its graph's initializers point into
+ * the mapping), so the model may be destroyed before its engines. */
 typedef struct ig_onnx_file ig_onnx_file;
 
 /* Parse `path` into g (initialised by the caller with ig__graph_init), then topologically sort and
@@ -48,7 +50,10 @@ ingot_status ig__onnx_load_file(const char *path, const ig_onnx_options *opt, ig
  * data; NULL forbids it. */
 ingot_status ig__onnx_load_buffer(const void *data, size_t n, const char *base_dir, const ig_onnx_options *opt,
                                   ig_graph *g, ig_onnx_file **file, ig_err *err);
-void ig__onnx_close(ig_onnx_file *file); /* accepts NULL */
+/* Drop one reference; the last one unmaps and frees. Accepts NULL. */
+void ig__onnx_close(ig_onnx_file *file);
+/* Take another reference (any thread); returns file. Accepts NULL. */
+ig_onnx_file *ig__onnx_retain(ig_onnx_file *file);
 
 /* Read one serialized TensorProto file (the ONNX test-data `input_0.pb` format) into *out, with data
  * (and name) copied into `arena`, 16-byte aligned, so it outlives the file. External data is resolved

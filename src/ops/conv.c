@@ -14,6 +14,7 @@
  * Math is fp32; float16/bfloat16/double tensors are converted into scratch and back.
  */
 #include "op.h"
+#include "ops_internal.h"
 #include "../cpu/cpu.h"
 
 #include <float.h>
@@ -919,7 +920,7 @@ static ingot_status conv_begin(ig_exec *ex, win_kind kind, layout_fn layout, con
     return INGOT_OK;
 }
 
-static ingot_status conv_cpu(ig_exec *ex)
+ingot_status ig__conv_cpu_run(ig_exec *ex, ig_conv_epilogue epi, void *epi_ctx)
 {
     ig_tensor *yt = ex->out[0];
     conv_io io;
@@ -948,10 +949,13 @@ static ingot_status conv_cpu(ig_exec *ex)
                                  gm.out_sp, b ? b + gi * gm.mg : NULL, bf.ws, bf.ws_bytes);
             }
     }
+    if (epi) epi(epi_ctx, y);
     if (ex->in[0]->dtype != INGOT_DTYPE_FLOAT) from_f32(y, yt);
     if (own) ig__free_aligned(own);
     return INGOT_OK;
 }
+
+static ingot_status conv_cpu(ig_exec *ex) { return ig__conv_cpu_run(ex, NULL, NULL); }
 
 static double conv_flops(const ig_graph *g, const ig_node *n)
 {

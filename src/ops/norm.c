@@ -15,6 +15,7 @@
 #ifndef NORM_R
 
 #include "op.h"
+#include "ops_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -123,6 +124,12 @@ typedef struct batchnorm_args {
 #undef NORM_R
 #undef NORM_SFX
 #undef NORM_EXP
+
+/* The fp32 row kernel of Softmax/LogSoftmax, for MaskedSoftmax and Attention (fused_attention.c). */
+void ig__softmax_row_f32(const float *x, float *y, int64_t n, bool log)
+{
+    softmax_row_f32(INGOT_DTYPE_FLOAT, x, y, 0, n, log);
+}
 
 /* ---- shared helpers ---- */
 

@@ -6,7 +6,8 @@
 #                                     fuzz_tensor)
 #
 # A crash, leak, UB report or timeout fails the run; libFuzzer writes the input that caused it into
-# tests/fuzz/regressions/<target>/ so it is kept, fixed, and replayed from then on.
+# tests/fuzz/regressions/<target>/ so it is kept, fixed, and replayed from then on (the README there lists
+# each kept input and its fix). A regression input that crashes, or a failed build, fails the run too.
 # FUZZ_BUILD (default build-fuzz) is the build folder; FUZZ_JOBS runs that many fuzzing processes.
 set -euo pipefail
 secs=${1:-60}
@@ -15,9 +16,18 @@ build=${FUZZ_BUILD:-$here/build-fuzz}
 regs=$here/tests/fuzz/regressions
 command -v clang >/dev/null || { echo "fuzz: clang is needed"; exit 1; }
 
-CC=clang cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_FUZZERS=ON \
-  -DINGOT_BUILD_TESTS=OFF -DINGOT_CUDA=OFF -DINGOT_SANITIZE_ADDRESS=ON -DINGOT_SANITIZE_UNDEFINED=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor >/dev/null
+mkdir -p "$build"
+# quiet when it works; the errors, not a bare exit status, when it does not
+quiet() { # quiet WHAT COMMAND...
+  local what=$1; shift
+  "$@" >"$build/$what.log" 2>&1 && return 0
+  grep -E -A3 'error|Error|undefined reference' "$build/$what.log" | head -60 || tail -n 20 "$build/$what.log"
+  echo "fuzz: $what failed (full log: $build/$what.log)"
+  exit 1
+}
+quiet configure env CC=clang cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_FUZZERS=ON \
+  -DINGOT_BUILD_TESTS=OFF -DINGOT_CUDA=OFF -DINGOT_SANITIZE_ADDRESS=ON -DINGOT_SANITIZE_UNDEFINED=ON
+quiet build cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor
 
 corpus=$build/fuzz-corpus
 rm -rf "$corpus/seeds" "$corpus/malformed"
@@ -29,15 +39,24 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 opts=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -print_final_stats=1)
 
-# 1. regressions: each saved input once
+# 1. regressions: each saved input once, in its own process so every crashing one is named
+bad=0
 for t in load reader tensor; do
-  files=$(find "$regs/$t" -type f ! -name '.*' | sort)
-  if [ -n "$files" ]; then
-    echo "fuzz: replaying $(echo "$files" | wc -l) regression inputs of fuzz_$t"
-    # shellcheck disable=SC2086
-    "$build/tests/fuzz/fuzz_$t" "${opts[@]}" $files
-  fi
+  mapfile -t files < <(find "$regs/$t" -type f ! -name '.*' | sort)
+  echo "fuzz: replaying ${#files[@]} regression inputs of fuzz_$t"
+  for f in "${files[@]}"; do
+    log=$build/replay_$t.log
+    if ! "$build/tests/fuzz/fuzz_$t" "${opts[@]}" "$f" >"$log" 2>&1; then
+      grep -vE '^(INFO:|MS:|stat::|\s*$)' "$log" | head -40
+      echo "fuzz: regression input ${f#"$here"/} crashes fuzz_$t"
+      bad=$((bad + 1))
+    fi
+  done
 done
+if [ "$bad" -gt 0 ]; then
+  echo "fuzz: FAILED: $bad regression inputs crash (tests/fuzz/regressions/README.md says what each tests)"
+  exit 1
+fi
 
 # 2. bounded fuzzing; new interesting inputs go to $corpus/<t>, crashes to regressions/<t>/
 run() { # run TARGET SECONDS SEED_DIRS...

@@ -111,12 +111,12 @@ static float op_f(int code, float a, float b, float z, float k, float k2)
     case IG_EW_RELU: return a > 0.f ? a : (a != a ? a : 0.f);
     case IG_EW_LEAKY: return a < 0.f ? a * k : a;
     case IG_EW_CLIP: return a != a ? a : fminf(fmaxf(a, k), k2);
-    case IG_EW_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, k * a + k2));
+    case IG_EW_HARDSIGMOID: return a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2));
     case IG_EW_HARDSWISH: return a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f));
     case IG_EW_GELU_ERF: return 0.5f * a * (1.f + erff(a * 0.70710678118654752f));
     case IG_EW_GELU_TANH: return 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
-    case IG_EW_SOFTPLUS: return a > 20.f ? a : log1pf(expf(a));
-    case IG_EW_MISH: return a * tanhf(a > 20.f ? a : log1pf(expf(a)));
+    case IG_EW_SOFTPLUS: return fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)));
+    case IG_EW_MISH: return a * tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))));
     case IG_EW_ISNAN: return a != a ? 1.f : 0.f;
     case IG_EW_NOT: return a == 0.f ? 1.f : 0.f;
     case IG_EW_FLOOR: return floorf(a);
@@ -124,7 +124,7 @@ static float op_f(int code, float a, float b, float z, float k, float k2)
     case IG_EW_ROUND: return rintf(a);
     case IG_EW_TO_F16: return ig__f16_to_f32(ig__f32_to_f16(a));
     case IG_EW_TO_BF16: return ig__bf16_to_f32(ig__f32_to_bf16(a));
-    case IG_EW_TO_INT: return truncf(a);
+    case IG_EW_TO_INT: return a != a ? 0.f : truncf(a);
     case IG_EW_TO_BOOL: return a != 0.f ? 1.f : 0.f;
     case IG_EW_ADD: return a + b;
     case IG_EW_SUB: return a - b;

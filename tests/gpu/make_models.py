@@ -345,6 +345,47 @@ def case_lazy_views(S=5, B=3, H=2, D=6):
     return g.model([inp], [out_info(sh, o) for o, sh in zip(outs, shapes)]), {"input": (S, B, 3 * E)}
 
 
+def case_op_coverage():
+    """Every elementwise op, reduction and small op the CUDA backend lowers that no other case has (the
+    --coverage check of test_gpu_lower), summed into one output. x is large enough (128 KiB a sample)
+    that ConstantOfShape(Shape(x)) is not folded at run time and is lowered as a fill."""
+    g = G()
+    x = "input"  # [B, 4, 64, 64]
+    c = lambda v: g.w(np.array(v, np.float32))
+    ax = lambda *a: g.w(np.array(a, np.int64))
+    one = g.op("Add", [g.op("Abs", [x]), c(1.0)])
+    terms = [
+        g.op("Log", [one]),
+        g.op("Reciprocal", [g.op("Add", [one, c(1.0)])]),
+        g.op("HardSigmoid", [x], alpha=0.3, beta=0.4),
+        g.op("Gelu", [x]),
+        g.op("Softplus", [x]),
+        g.op("Mish", [x]),
+        g.op("Dropout", [x]),
+        g.op("Mod", [x, c(0.7)], fmod=1),
+        g.op("Min", [x, c(0.3)]),
+        g.op("PRelu", [x, g.w(randw(4, 1, 1, scale=0.5))]),
+    ]
+    b = g.op("And", [g.op("Less", [x, c(0.1)]), g.op("GreaterOrEqual", [x, c(-0.5)])])
+    b = g.op("Or", [b, g.op("LessOrEqual", [x, c(-1.0)])])
+    terms.append(g.op("Cast", [b], to=TP.FLOAT))
+    shape = g.op("Shape", [x])
+    terms.append(g.op("ConstantOfShape", [shape], value=nh.from_array(np.array([0.5], np.float32))))
+    terms.append(g.op("Expand", [g.op("ReduceMean", [x, ax(2, 3)], keepdims=1), shape]))
+    terms.append(g.op("GlobalMaxPool", [x]))
+    terms.append(g.op("LogSoftmax", [x], axis=-1))
+    terms.append(g.op("ReduceMin", [x, ax(3)], keepdims=1))
+    terms.append(g.op("Cast", [g.op("ArgMax", [x], axis=1, keepdims=1)], to=TP.FLOAT))
+    mask = g.w(np.where(np.arange(64) % 5 == 0, -1e4, 0).astype(np.float32).reshape(1, 1, 1, 64))
+    terms.append(g.op("Softmax", [g.op("Add", [g.op("Mul", [x, c(0.125)]), mask])], axis=-1))  # ingot.MaskedSoftmax
+    y = g.op("Sum", terms[:3])
+    for t in terms[3:]:
+        y = g.op("Add", [y, t])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 4, 64, 64])
+    return g.model([inp], [out_info(["batch", 4, 64, 64])], opset=20), {"input": (2, 4, 64, 64)}
+
+
 def case_unsupported_tile():
     g = G()
     g.op("Tile", ["input", g.w(np.array([1, 2], np.int64))])
@@ -369,6 +410,7 @@ CASES = {
     "torch_mha": case_torch_mha,
     "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8, residual=False),
     "lazy_views": case_lazy_views,
+    "op_coverage": case_op_coverage,
     "unsupported_tile": case_unsupported_tile,
 }
 

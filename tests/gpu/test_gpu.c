@@ -141,7 +141,7 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
           (unsigned long long)(nm1 - nm0), (unsigned long long)(nf1 - nf0));
     /* host path */
     if (ingot_context_run(c, x->in, x->n_in) != INGOT_OK) {
-        CHECK(0, "%s %s: run: %s: %s", dir, pn, ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        CHECK(0, "%s %s: run: %s: %s", dir, pn, ingot_status_name(ingot_context_errcode(c)), ingot_context_errmsg(c));
         goto out;
     }
     ingot_cuda_stats st;
@@ -200,7 +200,7 @@ static void run_precision(ingot_runtime *rt, ingot_model *m, const char *dir, io
     for (int r = 0; r < 3; r++) {
         ingot_status q = ingot_cuda_context_enqueue(c, din, x->n_in, dout[0], x->n_out, s);
         if (q != INGOT_OK) {
-            CHECK(0, "%s %s: enqueue: %s: %s", dir, pn, ingot_status_name(q), ingot_runtime_errmsg(rt));
+            CHECK(0, "%s %s: enqueue: %s: %s", dir, pn, ingot_status_name(q), ingot_context_errmsg(c));
             ok_all = false;
             break;
         }

@@ -3,7 +3,12 @@
  * device program (fp32 and fp16), planned into an arena, run by the host emulator (emulate.c), and
  * compared with ONNX Runtime's outputs. Runs in CI.
  *
- *   test_gpu_lower [-v] DIR...     DIR: model.onnx, input_<i>.npy, output_<j>.npy (tests/gpu/make_models.py)
+ *   test_gpu_lower [-v] [--lower-only] [--coverage] DIR...
+ *       DIR: model.onnx, input_<i>.npy, output_<j>.npy (tests/gpu/make_models.py)
+ *
+ * Each case is lowered twice: the engine's graph as the optimizer leaves it (fused nodes) and as
+ * imported (--no-optimize), each in fp32 and fp16. --coverage fails when an op the CUDA backend has a
+ * lowering for (src/cuda/lower_table.c) is lowered by none of the cases.
  */
 #include "../../src/api/api_internal.h"
 #include "../../src/cuda/cuda_internal.h"
@@ -15,13 +20,9 @@
 int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy);
 
 static int verbose, lower_only;
+static int64_t covered[IG_OP_COUNT]; /* nodes lowered per op, over every case run */
 
-static const char *kind_name(int k)
-{
-    static const char *n[] = {"ew",   "conv",   "gemm", "softmax",   "layernorm", "reduce",
-                              "pool", "gather", "fill", "attention", "dwconv"};
-    return k >= 0 && k < IG_ST_KIND_COUNT ? n[k] : "?";
-}
+static const char *kind_name(int k) { return ig__cu_step_kind_name(k); }
 
 static void dump(const ig_cu_prog *p)
 {
@@ -88,74 +89,90 @@ static int check_case(const char *dir)
         fails++;
         goto out;
     }
-    const ig_graph *g = ig__model_graph(m);
-    for (int prec = 0; prec < 2; prec++) {
-        ig_cu_lower_options lo = {.precision = prec ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT,
-                                  .nhwc = 1,
-                                  .gelu_epilogue = 1,
-                                  .attention = prec};
-        ig_cu_prog p;
-        ig_err err = {0};
-        const char *base = strrchr(dir, '/');
-        base = base ? base + 1 : dir;
-        if (!strncmp(base, "unsupported_", 12)) {
-            ingot_status q = ig__cu_lower(g, &lo, &p, &err);
-            if (q == INGOT_OK) ig__cu_prog_free(&p);
-            bool ok = q == INGOT_ERR_MODEL_UNSUPPORTED_OP && strstr(err.msg, "node '");
-            printf("%s %s %s: unsupported op reported: %s\n", ok ? "PASS" : "FAIL", dir, prec ? "fp16" : "fp32",
-                   err.msg);
-            fails += !ok;
-            continue;
-        }
-        if (ig__cu_lower(g, &lo, &p, &err) != INGOT_OK) {
-            printf("FAIL %s %s: lower: %s\n", dir, prec ? "fp16" : "fp32", err.msg);
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    /* the graph the CUDA backend is handed: the engine's (optimized, or as imported) at these shapes */
+    for (int optimize = 1; optimize >= 0; optimize--) {
+        ingot_build_options bo = ingot_build_options_default();
+        bo.backend = INGOT_BACKEND_CPU;
+        bo.optimize = optimize;
+        ingot_engine *e = NULL;
+        if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
+            printf("FAIL %s: build (optimize %d): %s\n", dir, optimize, ingot_runtime_errmsg(rt));
             fails++;
             continue;
         }
-        int counts[IG_ST_KIND_COUNT] = {0};
-        for (int32_t i = 0; i < p.n_steps; i++) counts[p.steps[i].kind]++;
-        if (verbose) dump(&p);
-        if (lower_only) {
-            printf("PASS %s %s: lowered into %d steps (", dir, prec ? "fp16" : "fp32", (int)p.n_steps);
-            for (int k = 0; k < IG_ST_KIND_COUNT; k++)
-                if (counts[k]) printf(" %s %d", kind_name(k), counts[k]);
-            printf(" ; %lld nodes fused)\n", (long long)p.n_fused);
-            ig__cu_prog_free(&p);
-            continue;
-        }
-        void *outs[16] = {0};
-        void *inp[16] = {0};
-        for (int64_t i = 0; i < n_in; i++) inp[i] = ins[i].data;
-        for (int64_t j = 0; j < n_out; j++) outs[j] = calloc(refs[j].bytes ? refs[j].bytes : 1, 1);
-        char why[512] = "";
-        if (ig__emulate(g, &p, inp, outs, why, sizeof why)) {
-            printf("FAIL %s %s: emulate: %s\n", dir, prec ? "fp16" : "fp32", why);
-            fails++;
-        } else {
-            for (int64_t j = 0; j < n_out; j++) {
-                size_t n = refs[j].bytes / 4;
-                const float *a = outs[j], *b = refs[j].data;
-                double d2 = 0, b2 = 0, a2 = 0, ab = 0, maxe = 0;
-                for (size_t k = 0; k < n; k++) {
-                    double e = (double)a[k] - b[k];
-                    d2 += e * e;
-                    b2 += (double)b[k] * b[k];
-                    a2 += (double)a[k] * a[k];
-                    ab += (double)a[k] * b[k];
-                    if (fabs(e) > maxe || e != e) maxe = fabs(e);
-                }
-                double rel = sqrt(d2 / (b2 > 0 ? b2 : 1)), cos = ab / sqrt(a2 * b2 > 0 ? a2 * b2 : 1);
-                bool ok = prec ? cos >= 0.999 && rel == rel : rel <= 1e-4;
-                printf("%s %s %s: %d steps (", ok ? "PASS" : "FAIL", dir, prec ? "fp16" : "fp32", (int)p.n_steps);
-                for (int k = 0; k < IG_ST_KIND_COUNT; k++)
-                    if (counts[k]) printf(" %s %d", kind_name(k), counts[k]);
-                printf(" ; %lld nodes fused) rel err %.3g, cosine %.6f, max abs err %.3g\n", (long long)p.n_fused, rel,
-                       cos, maxe);
-                if (!ok) fails++;
+        const ig_graph *g = ig__engine_graph(e);
+        const char *on = optimize ? "opt" : "no-opt";
+        for (int prec = 0; prec < 2 && g; prec++) {
+            const char *pn = prec ? "fp16" : "fp32";
+            ig_cu_lower_options lo = {.precision = prec ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT,
+                                      .nhwc = 1,
+                                      .gelu_epilogue = 1,
+                                      .attention = prec};
+            ig_cu_prog p;
+            ig_err err = {0};
+            if (!strncmp(base, "unsupported_", 12)) {
+                ingot_status q = ig__cu_lower(g, &lo, &p, &err);
+                if (q == INGOT_OK) ig__cu_prog_free(&p);
+                bool ok = q == INGOT_ERR_MODEL_UNSUPPORTED_OP && strstr(err.msg, "node '");
+                printf("%s %s %s %s: unsupported op reported: %s\n", ok ? "PASS" : "FAIL", dir, on, pn, err.msg);
+                fails += !ok;
+                continue;
             }
+            if (ig__cu_lower(g, &lo, &p, &err) != INGOT_OK) {
+                printf("FAIL %s %s %s: lower: %s\n", dir, on, pn, err.msg);
+                fails++;
+                continue;
+            }
+            for (int k = 0; k < IG_OP_COUNT; k++) covered[k] += p.n_lowered[k];
+            int counts[IG_ST_KIND_COUNT] = {0};
+            for (int32_t i = 0; i < p.n_steps; i++) counts[p.steps[i].kind]++;
+            if (verbose) dump(&p);
+            char kinds[512];
+            size_t off = (size_t)snprintf(kinds, sizeof kinds, "%d steps (", (int)p.n_steps);
+            for (int k = 0; k < IG_ST_KIND_COUNT && off < sizeof kinds; k++)
+                if (counts[k])
+                    off += (size_t)snprintf(kinds + off, sizeof kinds - off, " %s %d", kind_name(k), counts[k]);
+            if (off < sizeof kinds)
+                snprintf(kinds + off, sizeof kinds - off, " ; %lld model nodes fused)", (long long)p.n_fused);
+            if (lower_only) {
+                printf("PASS %s %s %s: lowered into %s\n", dir, on, pn, kinds);
+                ig__cu_prog_free(&p);
+                continue;
+            }
+            void *outs[16] = {0};
+            void *inp[16] = {0};
+            for (int64_t i = 0; i < n_in; i++) inp[i] = ins[i].data;
+            for (int64_t j = 0; j < n_out; j++) outs[j] = calloc(refs[j].bytes ? refs[j].bytes : 1, 1);
+            char why[512] = "";
+            if (ig__emulate(g, &p, inp, outs, why, sizeof why)) {
+                printf("FAIL %s %s %s: emulate: %s\n", dir, on, pn, why);
+                fails++;
+            } else {
+                for (int64_t j = 0; j < n_out; j++) {
+                    size_t n = refs[j].bytes / 4;
+                    const float *a = outs[j], *b = refs[j].data;
+                    double d2 = 0, b2 = 0, a2 = 0, ab = 0, maxe = 0;
+                    for (size_t k = 0; k < n; k++) {
+                        double e2 = (double)a[k] - b[k];
+                        d2 += e2 * e2;
+                        b2 += (double)b[k] * b[k];
+                        a2 += (double)a[k] * a[k];
+                        ab += (double)a[k] * b[k];
+                        if (fabs(e2) > maxe || e2 != e2) maxe = fabs(e2);
+                    }
+                    double rel = sqrt(d2 / (b2 > 0 ? b2 : 1)), cos = ab / sqrt(a2 * b2 > 0 ? a2 * b2 : 1);
+                    bool ok = prec ? cos >= 0.999 && rel == rel : rel <= 1e-4;
+                    printf("%s %s %s %s: %s rel err %.3g, cosine %.6f, max abs err %.3g\n", ok ? "PASS" : "FAIL", dir,
+                           on, pn, kinds, rel, cos, maxe);
+                    if (!ok) fails++;
+                }
+            }
+            for (int64_t j = 0; j < n_out; j++) free(outs[j]);
+            ig__cu_prog_free(&p);
         }
-        for (int64_t j = 0; j < n_out; j++) free(outs[j]);
-        ig__cu_prog_free(&p);
+        ingot_engine_destroy(e);
     }
 out:
     for (int64_t i = 0; i < 16; i++) {
@@ -170,7 +187,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    int fails = 0, n = 0;
+    int fails = 0, n = 0, coverage = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) {
             verbose = 1;
@@ -180,7 +197,23 @@ int main(int argc, char **argv)
             lower_only = 1;
             continue;
         }
+        if (!strcmp(argv[i], "--coverage")) {
+            coverage = 1;
+            continue;
+        }
         fails += check_case(argv[i]);
+        n++;
+    }
+    if (coverage) { /* every op the CUDA backend lowers is lowered by some case (with or without the optimizer) */
+        int missing = 0;
+        for (int k = 0; k < IG_OP_COUNT; k++)
+            if (ig__cu_op_lowered(k) && !covered[k]) {
+                printf("FAIL coverage: op %s has a CUDA lowering but no case lowers it (tests/gpu/make_models.py)\n",
+                       ig__op_table[k]->name);
+                missing++;
+            }
+        if (!missing) printf("PASS coverage: every op with a CUDA lowering is lowered by a case\n");
+        fails += missing;
         n++;
     }
     printf("%d passed, %d failed\n", n - (fails > n ? n : fails), fails);

@@ -17,4 +17,19 @@ void ig__cli_format_shape(const ingot_tensor_info *t, char *buf, size_t n);
 /* Load a model (printing the library's message on failure) and bind --batch when batch > 0. */
 ingot_model *ig__cli_load_model(ingot_runtime *rt, const char *path, int64_t batch);
 
+/* The optimizer flags every engine-building subcommand takes: --no-optimize, --disable-pass NAME[,NAME]
+ * (repeatable; the names accumulate). */
+typedef struct ig_cli_opt {
+    int optimize;
+    char disable[1024];
+} ig_cli_opt;
+#define IG_CLI_OPT_USAGE                                                       \
+    "  --no-optimize      build the graph as imported (no optimizer passes)\n" \
+    "  --disable-pass P   skip optimizer pass(es) P (comma-separated, repeatable; docs/OPTIMIZER.md)\n"
+void ig__cli_opt_init(ig_cli_opt *o);
+/* 1 when argv[*i] is one of the flags (its value consumed, *i advanced); 0 when it is not; -1 after
+ * printing an error (a missing or too long value). */
+int ig__cli_opt_arg(int argc, char **argv, int *i, ig_cli_opt *o);
+void ig__cli_opt_apply(const ig_cli_opt *o, ingot_build_options *bo);
+
 #endif

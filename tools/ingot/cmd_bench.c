@@ -2,7 +2,7 @@
  * cmd_bench.c -- `ingot bench`: how fast a model runs, and what it costs, on the GPU (trtexec's job).
  *
  *   ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N] [--no-graph]
- *                          [--json] [--workspace MB] [--profile] [--cpu]
+ *                          [--json] [--workspace MB] [--profile] [--cpu] [--no-optimize] [--disable-pass P]
  *
  * Reports throughput (back-to-back runs, one synchronisation at the end), latency min/median/mean/p90/
  * p99/max both as GPU time (CUDA events around each run) and host wall time (enqueue to completion),
@@ -32,12 +32,14 @@ typedef struct bench_opts {
     int64_t batch, iterations, warmup, workspace_mb;
     double duration;
     int fp16, graph, json, profile, cpu;
+    ig_cli_opt opt; /* --no-optimize, --disable-pass */
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N]\n"
                "                   [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]\n"
+               "                   [--no-optimize] [--disable-pass NAME[,NAME]]\n"
                "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off)\n"
                "  --batch N       bind symbolic leading dims to N (default 1)\n"
                "  --iterations N  timed runs (default: as many as --duration allows, at least 20)\n"
@@ -48,7 +50,7 @@ static void bench_usage(FILE *f)
                "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256)\n"
                "  --profile       also time every step once (stream execution) and list the slowest\n"
                "                  (--profile-all: and then every step in program order)\n"
-               "  --cpu           time the CPU backend even when a GPU is present\n");
+               "  --cpu           time the CPU backend even when a GPU is present\n" IG_CLI_OPT_USAGE);
 }
 
 static double now_ms(void)
@@ -149,8 +151,12 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->duration = 2.0;
     o->graph = 1;
     o->workspace_mb = 256;
+    ig__cli_opt_init(&o->opt);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int r = ig__cli_opt_arg(argc, argv, &i, &o->opt);
+        if (r < 0) return 2;
+        if (r > 0) continue;
         if (!strcmp(a, "--fp16"))
             o->fp16 = 1;
         else if (!strcmp(a, "--no-graph"))
@@ -216,6 +222,13 @@ static void print_err(const char *what, ingot_runtime *rt)
             ingot_runtime_errmsg(rt));
 }
 
+/* A failed call on a context: its message is on the context, not the runtime. */
+static void print_ctx_err(const char *what, const ingot_context *c)
+{
+    fprintf(stderr, "ingot bench: %s: %s: %s\n", what, ingot_status_name(ingot_context_errcode(c)),
+            ingot_context_errmsg(c));
+}
+
 /* ---- CPU ------------------------------------------------------------------------------------------ */
 
 static int bench_cpu(const bench_opts *o, const char *why)
@@ -235,6 +248,7 @@ static int bench_cpu(const bench_opts *o, const char *why)
     if (!(m = ig__cli_load_model(rt, o->path, o->batch))) goto out;
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CPU;
+    ig__cli_opt_apply(&o->opt, &bo);
     double t0 = now_ms();
     if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
         print_err("build", rt);
@@ -264,7 +278,7 @@ static int bench_cpu(const bench_opts *o, const char *why)
     }
     double f0 = now_ms();
     if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
-        print_err("run", rt);
+        print_ctx_err("run", c);
         goto out;
     }
     double first_ms = now_ms() - f0;
@@ -277,7 +291,7 @@ static int bench_cpu(const bench_opts *o, const char *why)
     for (int64_t i = 0; i < iters; i++) {
         double a = now_ms();
         if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
-            print_err("run", rt);
+            print_ctx_err("run", c);
             goto out;
         }
         lat_h[i] = now_ms() - a;
@@ -356,6 +370,7 @@ static int bench_gpu(const bench_opts *o)
     bo.backend = INGOT_BACKEND_CUDA;
     bo.precision = o->fp16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
     bo.workspace_limit = (size_t)o->workspace_mb << 20;
+    ig__cli_opt_apply(&o->opt, &bo);
     double t0 = now_ms();
     if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
         print_err("build", rt);
@@ -400,21 +415,21 @@ static int bench_gpu(const bench_opts *o)
     for (int64_t j = 0; j < n_out; j++) {
         if (ingot_cuda_context_output_info(c, j, &outs[j]) != INGOT_OK) {
             /* shapes not prepared yet: one run with generous buffers is not possible; bind via a host run */
-            print_err("output info", rt);
+            print_ctx_err("output info", c);
             goto out;
         }
         CK(cudaMalloc(&outs[j].data, outs[j].bytes ? outs[j].bytes : 1));
     }
     double f0 = now_ms();
     if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
-        print_err("first run", rt);
+        print_ctx_err("first run", c);
         goto out;
     }
     CK(cudaStreamSynchronize(stream));
     double first_ms = now_ms() - f0;
     for (int64_t i = 0; i < o->warmup; i++)
         if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
-            print_err("warm-up", rt);
+            print_ctx_err("warm-up", c);
             goto out;
         }
     CK(cudaStreamSynchronize(stream));
@@ -425,7 +440,7 @@ static int bench_gpu(const bench_opts *o)
         double a = now_ms();
         for (int k = 0; k < 5; k++)
             if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
-                print_err("run", rt);
+                print_ctx_err("run", c);
                 goto out;
             }
         CK(cudaStreamSynchronize(stream));
@@ -449,7 +464,7 @@ static int bench_gpu(const bench_opts *o)
         double a = now_ms();
         cudaEventRecord(ev[2 * i], stream);
         if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
-            print_err("run", rt);
+            print_ctx_err("run", c);
             goto out;
         }
         cudaEventRecord(ev[2 * i + 1], stream);
@@ -465,7 +480,7 @@ static int bench_gpu(const bench_opts *o)
     cudaEventRecord(ev[n_ev - 2], stream);
     for (int64_t i = 0; i < iters; i++)
         if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
-            print_err("run", rt);
+            print_ctx_err("run", c);
             goto out;
         }
     cudaEventRecord(ev[n_ev - 1], stream);

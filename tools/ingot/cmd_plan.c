@@ -1,5 +1,7 @@
 /* cmd_plan.c -- `ingot plan`: the static memory plan of a model's activations, as numbers, as a
- * per-tensor table, as JSON, as an SVG picture of the arena and as a Chrome/Perfetto trace. */
+ * per-tensor table, as JSON, as an SVG picture of the arena and as a Chrome/Perfetto trace. It plans
+ * the graph a CPU engine runs (optimized unless --no-optimize) at the bound batch, read through the
+ * library's internal headers (the plan itself is not public API). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cli.h"
 
@@ -14,16 +16,18 @@
 
 static void plan_usage(FILE *f)
 {
-    fprintf(f, "usage: ingot plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE] [--align N]\n"
-               "                  [--workspace BYTES] [--no-reorder] [--effort 0|1|2]\n"
-               "  --batch N          bind every symbolic leading input dim to N (default 1 when symbolic)\n"
-               "  --json             the plan as JSON on stdout (instead of the table)\n"
-               "  --svg FILE         a picture of the arena: x = step, y = offset, a rectangle per tensor\n"
-               "  --trace FILE       Chrome trace / Perfetto JSON: live bytes per step, a slice per node and tensor\n"
-               "  --align N          offset alignment in bytes, a power of two (default 256)\n"
-               "  --workspace BYTES  per-node scratch budget; a node needing more is an error (default: none)\n"
-               "  --no-reorder       keep the model's node order (do not try the memory-aware order)\n"
-               "  --effort E         packing effort: 0 one-pass strategies, 1 default, 2 long search\n");
+    fprintf(f,
+            "usage: ingot plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE] [--align N]\n"
+            "                  [--workspace BYTES] [--no-reorder] [--effort 0|1|2] [--no-optimize]\n"
+            "                  [--disable-pass NAME[,NAME]]\n"
+            "  --batch N          bind every symbolic leading input dim to N (default 1 when symbolic)\n"
+            "  --json             the plan as JSON on stdout (instead of the table)\n"
+            "  --svg FILE         a picture of the arena: x = step, y = offset, a rectangle per tensor\n"
+            "  --trace FILE       Chrome trace / Perfetto JSON: live bytes per step, a slice per node and tensor\n"
+            "  --align N          offset alignment in bytes, a power of two (default 256)\n"
+            "  --workspace BYTES  per-node scratch budget; a node needing more is an error (default: none)\n"
+            "  --no-reorder       keep the model's node order (do not try the memory-aware order)\n"
+            "  --effort E         packing effort: 0 one-pass strategies, 1 default, 2 long search\n" IG_CLI_OPT_USAGE);
 }
 
 static const char *mib(uint64_t b, char *buf, size_t n)
@@ -97,7 +101,12 @@ int ig__cmd_plan(int argc, char **argv)
     const char *path = NULL, *svg = NULL, *trace = NULL;
     int64_t batch = 0, align = IG_PLAN_ALIGN_DEFAULT, workspace = 0, effort = 1;
     int json = 0, reorder = 1;
+    ig_cli_opt oo;
+    ig__cli_opt_init(&oo);
     for (int i = 1; i < argc; i++) {
+        int r = ig__cli_opt_arg(argc, argv, &i, &oo);
+        if (r < 0) return 2;
+        if (r > 0) continue;
         if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (!strcmp(argv[i], "--no-reorder"))
@@ -140,6 +149,7 @@ int ig__cmd_plan(int argc, char **argv)
     int rc = 1;
     ig_plan p;
     memset(&p, 0, sizeof p);
+    ingot_engine *e = NULL;
     ingot_model *m = ig__cli_load_model(rt, path, batch);
     if (!m) goto out;
     /* a plan needs concrete sizes: bind a symbolic batch to 1 unless the user chose one */
@@ -151,7 +161,20 @@ int ig__cmd_plan(int argc, char **argv)
         }
         if (!json) printf("(symbolic leading dims bound to 1; use --batch N)\n");
     }
-    const ig_graph *g = ig__model_graph(m);
+    /* the graph an engine runs: optimized, inferred at the shapes bound on the model */
+    ingot_build_options bo = ingot_build_options_default();
+    bo.backend = INGOT_BACKEND_CPU;
+    bo.n_threads = 1;
+    ig__cli_opt_apply(&oo, &bo);
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
+        fprintf(stderr, "ingot plan: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        goto out;
+    }
+    const ig_graph *g = ig__engine_graph(e);
+    if (!g) {
+        fprintf(stderr, "ingot plan: the engine's graph has no concrete shapes\n");
+        goto out;
+    }
     ig_plan_options o = ig__plan_options_default();
     o.align = (uint64_t)align;
     o.workspace_limit = (uint64_t)workspace;
@@ -228,6 +251,7 @@ int ig__cmd_plan(int argc, char **argv)
     rc = 0;
 out:
     ig__plan_free(&p);
+    ingot_engine_destroy(e);
     ingot_model_destroy(m);
     ingot_runtime_destroy(rt);
     return rc;

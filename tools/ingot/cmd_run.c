@@ -18,6 +18,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f, "usage: ingot run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
                "                 [--threads N] [--debug-memory] [--no-memory-reuse] [--memory]\n"
+               "                 [--no-optimize] [--disable-pass NAME[,NAME]]\n"
                "  --input NAME=FILE  input from a .npy or TensorProto .pb file (others: seeded random)\n"
                "  --batch N          bind symbolic leading dims of random inputs to N (default 1)\n"
                "  --seed S           seed of the random inputs (default 0)\n"
@@ -26,7 +27,7 @@ static void run_usage(FILE *f)
                "  --debug-memory     guard bytes after every tensor, checked after each step; dead bytes\n"
                "                     poisoned (catches a kernel writing out of bounds where it happens)\n"
                "  --no-memory-reuse  every tensor its own bytes (a reference for the planned arena)\n"
-               "  --memory           print where the context memory goes\n");
+               "  --memory           print where the context memory goes\n" IG_CLI_OPT_USAGE);
 }
 
 /* splitmix64: a small, well-mixed generator so random inputs are the same on every machine */
@@ -159,9 +160,17 @@ int ig__cmd_run(int argc, char **argv)
     const char *path = NULL, *out_dir = NULL;
     int64_t batch = 0, seed = 0, threads = 0;
     int n_files = 0, debug_memory = 0, no_reuse = 0, show_memory = 0;
+    ig_cli_opt oo;
+    ig__cli_opt_init(&oo);
     char **file_args = calloc((size_t)argc + 1, sizeof(char *));
     if (!file_args) return 1;
     for (int i = 1; i < argc; i++) {
+        int r = ig__cli_opt_arg(argc, argv, &i, &oo);
+        if (r < 0) {
+            free(file_args);
+            return 2;
+        }
+        if (r > 0) continue;
         if (!strcmp(argv[i], "--input") && i + 1 < argc)
             file_args[n_files++] = argv[++i];
         else if (!strcmp(argv[i], "--debug-memory"))
@@ -242,17 +251,23 @@ int ig__cmd_run(int argc, char **argv)
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CPU;
     bo.n_threads = (int)threads;
+    ig__cli_opt_apply(&oo, &bo);
     ingot_context_options co = ingot_context_options_default();
     co.debug_canaries = debug_memory;
     co.memory_reuse = !no_reuse;
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK || ingot_context_create(e, &co, &c) != INGOT_OK ||
-        ingot_context_run(c, in, n_in) != INGOT_OK) {
+    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK || ingot_context_create(e, &co, &c) != INGOT_OK) {
         fprintf(stderr, "ingot run: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
+        goto out;
+    }
+    if (ingot_context_run(c, in, n_in) != INGOT_OK) { /* a context call: the message is on the context */
+        fprintf(stderr, "ingot run: %s: %s\n", ingot_status_name(ingot_context_errcode(c)), ingot_context_errmsg(c));
         goto out;
     }
     if (show_memory) {
         ingot_memory_info mi;
-        if (ingot_context_memory_info(c, &mi) == INGOT_OK)
+        if (ingot_context_memory_info(c, &mi) != INGOT_OK)
+            fprintf(stderr, "ingot run: memory info: %s\n", ingot_context_errmsg(c));
+        else
             printf("memory: arena %zu bytes (lower bound %zu, ratio %.4f; no reuse %zu; strategy %s), largest "
                    "scratch %zu, weight copies %zu, input staging %zu\n",
                    mi.arena_bytes, mi.lower_bound_bytes,
@@ -268,7 +283,10 @@ int ig__cmd_run(int argc, char **argv)
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t i = 0; i < n_out; i++) {
             ingot_tensor t;
-            ingot_context_get_output(c, i, &t);
+            if (ingot_context_get_output(c, i, &t) != INGOT_OK) {
+                fprintf(stderr, "ingot run: output %" PRId64 ": %s\n", i, ingot_context_errmsg(c));
+                goto out;
+            }
             if (pass == 0) {
                 double s, a;
                 checksum(&t, &s, &a);

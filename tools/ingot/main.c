@@ -16,6 +16,9 @@ static void usage(FILE *f)
                "commands:\n"
                "  inspect MODEL.onnx [--batch N] [--json]     inputs, outputs, op histogram, parameters,\n"
                "                                              per-node shapes, FLOPs and bytes\n"
+               "  inspect MODEL.onnx --optimized [--batch N] [--json]\n"
+               "                                              the engine's graph after the optimizer: what\n"
+               "                                              each pass made and removed\n"
                "  run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
                "                                              run on the CPU backend; inputs from .npy/.pb\n"
                "                                              files or seeded random; outputs as .npy\n"
@@ -25,6 +28,7 @@ static void usage(FILE *f)
                "                                              throughput, latency, memory on the GPU\n"
                "  version                                     print the version\n"
                "\n"
+               "run, bench, plan and inspect --optimized also take --no-optimize and --disable-pass NAME[,NAME].\n"
                "Run `ingot <command> --help` for a command's options.\n");
 }
 
@@ -72,6 +76,39 @@ ingot_model *ig__cli_load_model(ingot_runtime *rt, const char *path, int64_t bat
         return NULL;
     }
     return m;
+}
+
+void ig__cli_opt_init(ig_cli_opt *o)
+{
+    o->optimize = 1;
+    o->disable[0] = '\0';
+}
+
+int ig__cli_opt_arg(int argc, char **argv, int *i, ig_cli_opt *o)
+{
+    if (!strcmp(argv[*i], "--no-optimize")) {
+        o->optimize = 0;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--disable-pass") != 0) return 0;
+    if (*i + 1 >= argc || !argv[*i + 1][0]) {
+        fprintf(stderr, "ingot: --disable-pass expects pass names (NAME[,NAME])\n");
+        return -1;
+    }
+    const char *names = argv[++*i];
+    size_t used = strlen(o->disable);
+    if (used + strlen(names) + 2 > sizeof o->disable) {
+        fprintf(stderr, "ingot: --disable-pass: too many pass names\n");
+        return -1;
+    }
+    snprintf(o->disable + used, sizeof o->disable - used, "%s%s", used ? "," : "", names);
+    return 1;
+}
+
+void ig__cli_opt_apply(const ig_cli_opt *o, ingot_build_options *bo)
+{
+    bo->optimize = o->optimize;
+    bo->disable_passes = o->disable[0] ? o->disable : NULL;
 }
 
 int main(int argc, char **argv)

@@ -526,41 +526,39 @@ extern "C" int ingot_cuda_attention_supported(const ig_attention_args *a)
     return 1;
 }
 
-/* Which kernel: INGOT_CUDA_ATTENTION_KERNEL=wide|narrow|split forces one (tests), else by grid size. */
+/* Which kernel: ig_attention_args.kernel forces one (tests), else the grid's size decides. */
 enum { ATT_K_AUTO = 0, ATT_K_WIDE, ATT_K_NARROW, ATT_K_SPLIT };
+
+/* The SM count and the shared-memory opt-ins, made once per process (a C++ static: thread-safe). The
+ * first run of an instance is never captured, so this happens outside any graph capture. Returns the
+ * SM count, or a negative cudaError_t. */
+static int att_init(void)
+{
+    int dev = 0, sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev))
+        sm = 132;
+    const size_t kv_bytes = 4 * ATT_BN * ATT_LD * sizeof(__half);
+    const size_t max_bytes = kv_bytes + 2 * ATT_BN * ATT_MLD(4), split_bytes = 4 * 2 * ATT_BN * ATT_LD * sizeof(__half);
+    const void *kernels[] = {(const void *)flash_attention<4, 3>, (const void *)flash_attention<1, 1>,
+                             (const void *)flash_attention_split<2>, (const void *)flash_attention_split<4>};
+    for (int i = 0; i < 4; i++) {
+        cudaError_t e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)(i < 2 ? max_bytes : split_bytes));
+        if (e != cudaSuccess) return -(int)e;
+    }
+    return sm;
+}
 
 extern "C" cudaError_t ingot_cuda_attention(const ig_attention_args *a, cudaStream_t s)
 {
     if (a->b <= 0 || a->h <= 0 || a->sq <= 0) return cudaSuccess;
     if (((uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v) % 16 || (a->os[3] == 1 && (uintptr_t)a->o % 4))
         return cudaErrorMisalignedAddress;
-    /* The SM count, the environment and the shared-memory opt-in are read and made once: the first run
-     * of an instance is never captured, so this happens outside any graph capture. */
-    static int n_sm = 0, forced = ATT_K_AUTO;
+    static const int n_sm = att_init();
+    if (n_sm < 0) return (cudaError_t)-n_sm;
     const size_t kv_bytes = 4 * ATT_BN * ATT_LD * sizeof(__half);
-    if (!n_sm) {
-        int dev = 0, sm = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev))
-            sm = 132;
-        const char *env = getenv("INGOT_CUDA_ATTENTION_KERNEL");
-        if (env)
-            forced = !strcmp(env, "wide")     ? ATT_K_WIDE
-                     : !strcmp(env, "narrow") ? ATT_K_NARROW
-                     : !strcmp(env, "split")  ? ATT_K_SPLIT
-                                              : ATT_K_AUTO;
-        const size_t max_bytes = kv_bytes + 2 * ATT_BN * ATT_MLD(4),
-                     split_bytes = 4 * 2 * ATT_BN * ATT_LD * sizeof(__half);
-        const void *kernels[] = {(const void *)flash_attention<4, 3>, (const void *)flash_attention<1, 1>,
-                                 (const void *)flash_attention_split<2>, (const void *)flash_attention_split<4>};
-        for (int i = 0; i < 4; i++) {
-            cudaError_t e = cudaFuncSetAttribute(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 (int)(i < 2 ? max_bytes : split_bytes));
-            if (e != cudaSuccess) return e;
-        }
-        n_sm = sm;
-    }
     const int64_t n_tiles = (a->skv + ATT_BN - 1) / ATT_BN;
-    int kind = forced;
+    int kind = a->kernel >= ATT_K_WIDE && a->kernel <= ATT_K_SPLIT ? a->kernel : ATT_K_AUTO;
     if (kind == ATT_K_AUTO) /* 64-query blocks while they fill the GPU twice over; else split the keys */
         kind = a->b * a->h * ((a->sq + 63) / 64) >= 2 * n_sm ? ATT_K_WIDE : n_tiles >= 2 ? ATT_K_SPLIT : ATT_K_NARROW;
     if (kind == ATT_K_SPLIT) {

@@ -52,7 +52,7 @@ template <> __device__ __forceinline__ long long to_i64<float>(float v)
 {
     /* C casts of out-of-range or NaN floats are undefined; the hardware conversion saturates and
      * gives 0 for NaN, which is what ONNX Runtime does on GPUs too. */
-    return __float2ll_rz(v);
+    return v != v ? 0 : __float2ll_rz(v); /* NaN -> 0, as the CPU's Cast */
 }
 
 template <typename T> __device__ __forceinline__ void store_one(void *p, int64_t i, int dt, T v)
@@ -218,12 +218,12 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         EW_CASE(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))
         EW_CASE(IG_EW_LEAKY, a < 0.f ? a * k : a)
         EW_CASE(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))
-        EW_CASE(IG_EW_HARDSIGMOID, fmaxf(0.f, fminf(1.f, k * a + k2)))
+        EW_CASE(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))
         EW_CASE(IG_EW_HARDSWISH, a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f)))
         EW_CASE(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))
         EW_CASE(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a))))
-        EW_CASE(IG_EW_SOFTPLUS, a > 20.f ? a : log1pf(expf(a)))
-        EW_CASE(IG_EW_MISH, a * tanhf(a > 20.f ? a : log1pf(expf(a))))
+        EW_CASE(IG_EW_SOFTPLUS, fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))))
+        EW_CASE(IG_EW_MISH, a * tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)))))
         EW_CASE(IG_EW_ISNAN, a != a ? 1.f : 0.f)
         EW_CASE(IG_EW_NOT, a == 0.f ? 1.f : 0.f)
         EW_CASE(IG_EW_FLOOR, floorf(a))
@@ -231,7 +231,7 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         EW_CASE(IG_EW_ROUND, rintf(a))
         EW_CASE(IG_EW_TO_F16, __half2float(__float2half_rn(a)))
         EW_CASE(IG_EW_TO_BF16, __bfloat162float(__float2bfloat16_rn(a)))
-        EW_CASE(IG_EW_TO_INT, truncf(a))
+        EW_CASE(IG_EW_TO_INT, a != a ? 0.f : truncf(a))
         EW_CASE(IG_EW_TO_BOOL, a != 0.f ? 1.f : 0.f)
         EW_CASE(IG_EW_ADD, a + b)
         EW_CASE(IG_EW_SUB, a - b)

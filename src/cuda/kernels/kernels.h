@@ -222,6 +222,7 @@ typedef struct ig_attention_args {
     int64_t b, h, sq, skv, d;
     int64_t qs[4], ks[4], vs[4], os[4], ms[4];
     float scale;
+    int32_t kernel; /* 0: chosen by the grid's size; 1 wide, 2 narrow, 3 split (tests) */
 } ig_attention_args;
 /* cudaErrorNotSupported when the shape is outside what the kernel handles (see attention.cu). */
 cudaError_t ingot_cuda_attention(const ig_attention_args *a, cudaStream_t s);

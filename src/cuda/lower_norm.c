@@ -1,0 +1,396 @@
+/*
+ * lower_norm.c -- row-wise kernels: Softmax / LogSoftmax, ingot.MaskedSoftmax (scale and additive mask
+ * folded into one pass over the scores, the exporters' IsNaN guard too), ingot.Attention (the
+ * flash-attention kernel where it applies -- fp16, head dim 64, at most 256 keys -- else a GEMM, the
+ * masked softmax and a second GEMM), LayerNormalization, and reductions (ReduceMean/Sum/Max/Min,
+ * GlobalAverage/MaxPool, ArgMax).
+ */
+#include "lower_internal.h"
+
+/* ---- softmax ------------------------------------------------------------------------------------- */
+
+/* The mask's strides over the scores' [sd0, sd1, sd2] rows of sd3, or false when it does not
+ * broadcast to them. */
+static bool mask_strides(const ig_cu_tensor *M, const int64_t *sd, int64_t *ms)
+{
+    int32_t pad = 4 - M->rank;
+    if (pad < 0) return false;
+    for (int q = 0; q < 4; q++) {
+        ms[q] = 0;
+        if (q < pad) continue;
+        int64_t d = M->dims[q - pad];
+        if (d == sd[q])
+            ms[q] = d == 1 ? 0 : M->strides[q - pad];
+        else if (d != 1)
+            return false;
+    }
+    return true;
+}
+
+/* softmax(x * scale + mask) over the last axis of the dense scores xt, into output value yv. */
+static ingot_status emit_masked_softmax(ig_lower *L, int32_t id, int32_t xt, int32_t mt, float scale, bool log,
+                                        bool nan_to_zero, int32_t yv)
+{
+    const ig_cu_tensor x = *ig__lw_T(L, xt);
+    if (x.rank > 4) return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "scores of rank %d", (int)x.rank);
+    int64_t sd[4] = {1, 1, 1, 1}, ms[4] = {0, 0, 0, 0};
+    for (int32_t q = 0; q < x.rank; q++) sd[4 - x.rank + q] = x.dims[q];
+    if (mt >= 0 && !mask_strides(ig__lw_T(L, mt), sd, ms)) {
+        /* a mask of a layout the kernel does not read: add it first */
+        ig_pw_prog add = {.n_in = 2, .n_ops = 1};
+        add.op[0] = (ig_pw_inst){.code = IG_PW_ADD, .a = 0, .b = 1, .c = -1};
+        int32_t two[2] = {xt, mt};
+        if ((xt = ig__lw_program(L, id, &add, two, x.dtype, x.dims, x.rank, -1)) < 0) return ig__lw_status(L);
+        mt = -1;
+    }
+    int32_t yt = ig__lw_dense(L, x.dtype, x.rank, x.dims, false);
+    ig_cu_step *step = yt >= 0 ? ig__lw_step(L, IG_ST_SOFTMAX, id, NULL) : NULL;
+    if (!step) return ig__lw_oom(L);
+    step->u.softmax.x = xt;
+    step->u.softmax.y = yt;
+    step->u.softmax.mask = mt;
+    ig_softmax_args *a = &step->u.softmax.args;
+    memset(a, 0, sizeof *a);
+    a->dtype = x.dtype;
+    a->cols = sd[3];
+    a->rows = sd[0] * sd[1] * sd[2];
+    a->inner = 1;
+    a->log = log;
+    a->scale = scale;
+    a->zero_nan = nan_to_zero;
+    for (int q = 0; q < 3; q++) a->row_dims[q] = sd[q];
+    for (int q = 0; q < 4; q++) a->ms[q] = ms[q];
+    a->mask_dtype = mt >= 0 ? ig__lw_T(L, mt)->dtype : 0;
+    L->p->val_tensor[yv] = yt;
+    return INGOT_OK;
+}
+
+ingot_status ig__lw_softmax(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    int32_t xt = ig__lw_contig(L, id, ig__lw_get(L, n->inputs[0]));
+    if (xt < 0) return ig__lw_status(L);
+    if (n->op == IG_OP_masked_softmax) {
+        int32_t mt = -1;
+        if (ig__lw_in(L, id, 1) >= 0 && (mt = ig__lw_get(L, n->inputs[1])) < 0)
+            return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "the mask has no device tensor");
+        return emit_masked_softmax(L, id, xt, mt, ig__attr_float(n, "scale", 1.f), ig__attr_int(n, "log", 0) != 0,
+                                   ig__attr_int(n, "nan_to_zero", 0) != 0, n->outputs[0]);
+    }
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    int32_t rank = x.rank;
+    int32_t ax = rank ? ig__lw_norm_axis(ig__attr_int(n, "axis", n->opset >= 13 ? -1 : 1), rank) : 0;
+    int64_t rows = 1, cols = 1, inner = 1;
+    for (int32_t k = 0; k < ax; k++) rows *= x.dims[k];
+    if (n->opset < 13) { /* the old semantics: the axes from `axis` on flattened into one row */
+        for (int32_t k = ax; k < rank; k++) cols *= x.dims[k];
+    } else {
+        cols = rank ? x.dims[ax] : 1;
+        for (int32_t k = ax + 1; k < rank; k++) inner *= x.dims[k];
+    }
+    int32_t yt = ig__lw_dense(L, x.dtype, rank, x.dims, false);
+    ig_cu_step *s = yt >= 0 ? ig__lw_step(L, IG_ST_SOFTMAX, id, NULL) : NULL;
+    if (!s) return ig__lw_oom(L);
+    s->u.softmax.x = xt;
+    s->u.softmax.y = yt;
+    s->u.softmax.mask = -1;
+    ig_softmax_args *a = &s->u.softmax.args;
+    a->dtype = x.dtype;
+    a->rows = rows;
+    a->cols = cols;
+    a->inner = inner;
+    a->log = n->op == IG_OP_log_softmax;
+    a->scale = 1.f;
+    a->row_dims[0] = a->row_dims[1] = a->row_dims[2] = 1;
+    L->p->val_tensor[n->outputs[0]] = yt;
+    return INGOT_OK;
+}
+
+/* ---- attention ------------------------------------------------------------------------------------ */
+
+static bool attn_view_ok(const ig_cu_tensor *t, int inner_axis)
+{
+    if (t->strides[inner_axis] != 1 || t->offset % 8) return false;
+    for (int32_t k = 0; k < 4; k++)
+        if (k != inner_axis && t->dims[k] > 1 && t->strides[k] % 8) return false;
+    return true;
+}
+
+/* The fused kernel: Q, K^T, V (and the mask) read through their strides, the output written in the order
+ * of a transposing consumer when that makes the consumer a view. -1 (nothing emitted) when the kernel
+ * does not take these operands. */
+static ingot_status emit_flash(ig_lower *L, int32_t id, int32_t qt, int32_t ktt, int32_t vt, int32_t mt, float scale,
+                               bool *done)
+{
+    *done = false;
+    if (!attn_view_ok(ig__lw_T(L, qt), 3)) qt = ig__lw_materialize(L, id, qt, false, "attention Q copy");
+    if (qt >= 0 && !attn_view_ok(ig__lw_T(L, vt), 3)) vt = ig__lw_materialize(L, id, vt, false, "attention V copy");
+    if (qt < 0 || vt < 0) return ig__lw_status(L);
+    if (!attn_view_ok(ig__lw_T(L, ktt), 2)) { /* K as dense [B,H,S,D], seen as K^T */
+        ig_cu_tensor x = *ig__lw_T(L, ktt);
+        int64_t kd[4] = {x.dims[0], x.dims[1], x.dims[3], x.dims[2]};
+        int32_t dense = ig__lw_dense(L, x.dtype, 4, kd, false);
+        int32_t view = dense >= 0 ? ig__lw_transpose_last2(L, dense) : -1;
+        if (view < 0) return ig__lw_oom(L);
+        ingot_status st = ig__lw_copy(L, id, "attention K copy", ktt, view, 0);
+        if (st != INGOT_OK) return st;
+        ktt = view;
+    }
+    const ig_cu_tensor *Q = ig__lw_T(L, qt), *K = ig__lw_T(L, ktt), *V = ig__lw_T(L, vt);
+    ig_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = INGOT_DTYPE_FLOAT16;
+    a.b = Q->dims[0];
+    a.h = Q->dims[1];
+    a.sq = Q->dims[2];
+    a.d = 64;
+    a.skv = K->dims[3];
+    a.kernel = L->o->attention_kernel;
+    for (int q = 0; q < 4; q++) {
+        a.qs[q] = Q->dims[q] == 1 && q < 3 ? 0 : Q->strides[q];
+        a.vs[q] = V->dims[q] == 1 && q < 3 ? 0 : V->strides[q];
+    }
+    a.ks[0] = K->dims[0] == 1 ? 0 : K->strides[0];
+    a.ks[1] = K->dims[1] == 1 ? 0 : K->strides[1];
+    a.ks[2] = K->strides[3];
+    a.ks[3] = K->strides[2];
+    a.scale = scale;
+    if (mt >= 0) {
+        const ig_cu_tensor *M = ig__lw_T(L, mt);
+        int32_t pad = 4 - M->rank;
+        int64_t full[4] = {a.b, a.h, a.sq, a.skv};
+        for (int q = pad; q < 4; q++) a.ms[q] = M->dims[q - pad] == full[q] && full[q] > 1 ? M->strides[q - pad] : 0;
+        a.mask_dtype = M->dtype;
+    }
+    const ig_node *n = ig__lw_node(L, id);
+    int64_t od[IG_MAX_RANK];
+    ig__lw_value_dims(L, n->outputs[0], od);
+    /* When the sole consumer is a Transpose, write in an order that makes it cheap: its own order when
+     * that keeps the batch outermost (BERT's [B,Sq,H,D]: the Transpose is then a dense view and the
+     * Reshape after it free), else [B,Sq,H,D] all the same (ViT's Transpose to [Sq,B,H,D] and Reshape to
+     * [Sq*B, E] stay lazy views, and the out-projection runs over the rows in this batch-major memory
+     * order, which is also the residual stream's: see ig__lw_rows_in_memory_order). The output gets the
+     * inverse-permuted strides of a dense buffer in that order. */
+    int32_t ot = -1;
+    int32_t tc = ig__lw_sole_consumer(L, n->outputs[0]);
+    const int64_t *perm = NULL;
+    int64_t np = 0;
+    if (tc >= 0 && ig__lw_node(L, tc)->op == IG_OP_transpose && ig__attr_ints(ig__lw_node(L, tc), "perm", &perm, &np) &&
+        np == 4) {
+        int64_t pd[4], ds[4], os[4], ord[4] = {0, 2, 1, 3};
+        int seen = 0;
+        for (int q = 0; q < 4; q++) seen |= perm[q] >= 0 && perm[q] < 4 ? 1 << perm[q] : 0;
+        if (seen == 15) { /* a permutation */
+            if (perm[0] == 0)
+                for (int q = 0; q < 4; q++) ord[q] = perm[q];
+            for (int q = 0; q < 4; q++) pd[q] = od[ord[q]];
+            ig__lw_contig_strides(4, pd, ds);
+            for (int q = 0; q < 4; q++) os[ord[q]] = a.os[ord[q]] = ds[q];
+            if (ingot_cuda_attention_supported(&a)) {
+                int32_t b = ig__lw_buf(L, IG_LOC_ARENA, ig__lw_numel(4, pd) * ingot_dtype_size(INGOT_DTYPE_FLOAT16));
+                if ((ot = ig__lw_tensor(L, b, INGOT_DTYPE_FLOAT16, 4, od, os, 0)) < 0) return ig__lw_oom(L);
+            }
+        }
+    }
+    if (ot < 0 && (ot = ig__lw_dense(L, INGOT_DTYPE_FLOAT16, 4, od, false)) < 0) return ig__lw_oom(L);
+    for (int q = 0; q < 4; q++) a.os[q] = ig__lw_T(L, ot)->strides[q];
+    if (!ingot_cuda_attention_supported(&a)) return INGOT_OK; /* the decomposed form instead */
+    ig_cu_step *step = ig__lw_step(L, IG_ST_ATTENTION, id, NULL);
+    if (!step) return ig__lw_oom(L);
+    step->u.attn.q = qt;
+    step->u.attn.k = ktt;
+    step->u.attn.v = vt;
+    step->u.attn.mask = mt;
+    step->u.attn.o = ot;
+    step->u.attn.args = a;
+    L->p->val_tensor[n->outputs[0]] = ot;
+    *done = true;
+    return INGOT_OK;
+}
+
+/* S or O of the decomposed attention: a plain batched GEMM into a fresh dense tensor. */
+static int32_t attn_gemm(ig_lower *L, int32_t id, int32_t at, int32_t bt, float alpha, const int64_t *od, int32_t rank)
+{
+    ig_cu_gemm g;
+    memset(&g, 0, sizeof g);
+    g.alpha = alpha;
+    g.bias = g.c = g.scratch = -1;
+    return ig__lw_gemm(L, id, at, bt, &g, false, od, rank);
+}
+
+ingot_status ig__lw_attention(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    float scale = ig__attr_float(n, "scale", 1.f);
+    bool kt_given = ig__attr_int(n, "k_transposed", 0) != 0, nan0 = ig__attr_int(n, "nan_to_zero", 0) != 0;
+    int32_t qt = ig__lw_get(L, n->inputs[0]), kt = ig__lw_get(L, n->inputs[1]), vt = ig__lw_get(L, n->inputs[2]);
+    int32_t mt = ig__lw_in(L, id, 3) >= 0 ? ig__lw_get(L, n->inputs[3]) : -1;
+    if (qt < 0 || kt < 0 || vt < 0 || (ig__lw_in(L, id, 3) >= 0 && mt < 0))
+        return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "attention operands have no device tensors");
+    int32_t ktt = kt_given ? kt : ig__lw_transpose_last2(L, kt); /* K^T as a view */
+    if (ktt < 0) return ig__lw_oom(L);
+    const ig_cu_tensor *Q = ig__lw_T(L, qt), *KT = ig__lw_T(L, ktt), *V = ig__lw_T(L, vt);
+    int32_t rank = Q->rank;
+    bool flash = L->o->attention && L->p->fdt == INGOT_DTYPE_FLOAT16 && rank == 4 && Q->dims[3] == 64 &&
+                 V->dims[3] == 64 && KT->dims[3] <= 256 && Q->dtype == INGOT_DTYPE_FLOAT16;
+    if (flash && mt >= 0) {
+        const ig_cu_tensor *M = ig__lw_T(L, mt);
+        int64_t full[4] = {Q->dims[0], Q->dims[1], Q->dims[2], KT->dims[3]};
+        if (M->rank > 4 || M->dtype != INGOT_DTYPE_FLOAT16) flash = false;
+        for (int32_t q = 0; flash && q < M->rank; q++) {
+            int64_t d = M->dims[q], f = full[4 - M->rank + q];
+            if (d != f && d != 1) flash = false;
+        }
+    }
+    if (flash) {
+        bool done;
+        ingot_status st = emit_flash(L, id, qt, ktt, vt, mt, scale, &done);
+        if (st != INGOT_OK || done) return st;
+    }
+    /* decomposed: S = scale Q K^T (alpha), P = masked softmax(S), O = P V */
+    int64_t sd[IG_MAX_RANK], od[IG_MAX_RANK];
+    for (int32_t k = 0; k < rank; k++) sd[k] = od[k] = Q->dims[k];
+    sd[rank - 1] = KT->dims[rank - 1];
+    od[rank - 1] = V->dims[rank - 1];
+    int32_t s = attn_gemm(L, id, qt, ktt, scale, sd, rank);
+    if (s < 0) return ig__lw_status(L);
+    int32_t yv = n->outputs[0];
+    ingot_status st = emit_masked_softmax(L, id, s, mt, 1.f, false, nan0, yv);
+    if (st != INGOT_OK) return st;
+    int32_t p = L->p->val_tensor[yv];
+    int32_t o = attn_gemm(L, id, p, vt, 1.f, od, rank);
+    if (o < 0) return ig__lw_status(L);
+    L->p->val_tensor[yv] = o;
+    return INGOT_OK;
+}
+
+/* ---- layer normalisation ------------------------------------------------------------------------- */
+
+ingot_status ig__lw_layernorm(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    if (ig__lw_out_used(L, id, 1) || ig__lw_out_used(L, id, 2))
+        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the Mean/InvStdDev outputs are not supported");
+    int32_t xt = ig__lw_contig(L, id, ig__lw_get(L, n->inputs[0]));
+    if (xt < 0) return ig__lw_status(L);
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    int32_t ax = ig__lw_norm_axis(ig__attr_int(n, "axis", -1), x.rank);
+    int64_t rows = 1, cols = 1;
+    for (int32_t k = 0; k < ax; k++) rows *= x.dims[k];
+    for (int32_t k = ax; k < x.rank; k++) cols *= x.dims[k];
+    int32_t sv = ig__lw_in(L, id, 1), bv = ig__lw_in(L, id, 2);
+    int32_t gt =
+        ig__lw_is_const(L, sv) ? ig__lw_const(L, sv, INGOT_DTYPE_FLOAT, 1.f) : ig__lw_contig(L, id, ig__lw_get(L, sv));
+    int32_t bt = bv < 0                   ? -1
+                 : ig__lw_is_const(L, bv) ? ig__lw_const(L, bv, INGOT_DTYPE_FLOAT, 1.f)
+                                          : ig__lw_contig(L, id, ig__lw_get(L, bv));
+    if (gt < 0 || (bv >= 0 && bt < 0)) return ig__lw_status(L);
+    if ((int64_t)ig__cu_tensor_numel(ig__lw_T(L, gt)) != cols ||
+        (bt >= 0 && (int64_t)ig__cu_tensor_numel(ig__lw_T(L, bt)) != cols))
+        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "scale/bias must cover the normalised dims exactly");
+    int32_t yt = ig__lw_dense(L, x.dtype, x.rank, x.dims, false);
+    ig_cu_step *s = yt >= 0 ? ig__lw_step(L, IG_ST_LAYERNORM, id, NULL) : NULL;
+    if (!s) return ig__lw_oom(L);
+    s->u.ln.x = xt;
+    s->u.ln.y = yt;
+    s->u.ln.gamma = gt;
+    s->u.ln.beta = bt;
+    ig_layernorm_args *a = &s->u.ln.args;
+    a->dtype = x.dtype;
+    a->wdtype = ig__lw_T(L, gt)->dtype;
+    a->rows = rows;
+    a->cols = cols;
+    a->eps = ig__attr_float(n, "epsilon", 1e-5f);
+    L->p->val_tensor[n->outputs[0]] = yt;
+    return INGOT_OK;
+}
+
+/* ---- reductions ------------------------------------------------------------------------------------ */
+
+/* Reduce x over the axes in `red` (bool per axis) into a dense output of the value's shape. */
+static ingot_status emit_reduce(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv,
+                                int select_last)
+{
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    ig_cu_step *s = ig__lw_step(L, IG_ST_REDUCE, id, NULL);
+    if (!s) return ig__lw_oom(L);
+    ig_reduce_args *a = &s->u.reduce.args;
+    memset(a, 0, sizeof *a);
+    a->kind = kind;
+    a->select_last = select_last;
+    a->x_dtype = x.dtype;
+    a->n_out = 1;
+    a->n_red = 1;
+    for (int32_t k = 0; k < x.rank; k++) {
+        if (x.dims[k] == 1 && !(kind >= IG_RED_ARGMAX && red[k])) continue;
+        if (red[k]) {
+            if (a->red_rank >= IG_EW_MAX_RANK)
+                return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "too many reduced dims");
+            a->red_dims[a->red_rank] = x.dims[k];
+            a->red_xstrides[a->red_rank++] = x.strides[k];
+            a->n_red *= x.dims[k];
+        } else {
+            if (a->out_rank >= IG_EW_MAX_RANK)
+                return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "too many kept dims");
+            a->out_dims[a->out_rank] = x.dims[k];
+            a->out_xstrides[a->out_rank++] = x.strides[k];
+            a->n_out *= x.dims[k];
+        }
+    }
+    if (a->n_red == 0 && kind != IG_RED_SUM && kind != IG_RED_MEAN)
+        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "reduction over an empty axis");
+    int64_t od[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, yv, od);
+    ingot_dtype ydt = ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype);
+    int32_t yt = ig__lw_dense(L, ydt, orank, od, false);
+    if (yt < 0) return ig__lw_oom(L);
+    a->y_dtype = ydt;
+    s->u.reduce.x = xt;
+    s->u.reduce.y = yt;
+    L->p->val_tensor[yv] = yt;
+    return INGOT_OK;
+}
+
+ingot_status ig__lw_reduce(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    int32_t xt = ig__lw_get(L, n->inputs[0]);
+    if (xt < 0) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
+    int32_t rank = ig__lw_T(L, xt)->rank;
+    bool red[IG_MAX_RANK] = {false};
+    int kind;
+    switch (n->op) {
+    case IG_OP_global_average_pool:
+    case IG_OP_global_max_pool:
+        for (int32_t k = 2; k < rank; k++) red[k] = true;
+        return emit_reduce(L, id, xt, red, n->op == IG_OP_global_max_pool ? IG_RED_MAX : IG_RED_MEAN, n->outputs[0], 0);
+    case IG_OP_arg_max:
+        red[ig__lw_norm_axis(ig__attr_int(n, "axis", 0), rank)] = true;
+        return emit_reduce(L, id, xt, red, IG_RED_ARGMAX, n->outputs[0], (int)ig__attr_int(n, "select_last_index", 0));
+    case IG_OP_reduce_mean: kind = IG_RED_MEAN; break;
+    case IG_OP_reduce_sum: kind = IG_RED_SUM; break;
+    case IG_OP_reduce_max: kind = IG_RED_MAX; break;
+    default: kind = IG_RED_MIN; break;
+    }
+    int64_t axes[IG_MAX_RANK];
+    int32_t na = 0;
+    const int64_t *aa = NULL;
+    int64_t naa = 0;
+    bool axes_as_input = (n->op == IG_OP_reduce_sum && n->opset >= 13) || n->opset >= 18;
+    if (axes_as_input) {
+        int32_t av = ig__lw_in(L, id, 1);
+        if (av >= 0 && !ig__lw_const_ints(L, av, axes, IG_MAX_RANK, &na))
+            return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "axes must be a constant");
+    } else if (ig__attr_ints(n, "axes", &aa, &naa)) {
+        for (int64_t i = 0; i < naa && i < IG_MAX_RANK; i++) axes[na++] = aa[i];
+    }
+    if (na == 0) {
+        if (ig__attr_int(n, "noop_with_empty_axes", 0)) {
+            L->p->val_tensor[n->outputs[0]] = xt;
+            return INGOT_OK;
+        }
+        for (int32_t k = 0; k < rank; k++) red[k] = true;
+    }
+    for (int32_t i = 0; i < na; i++) red[ig__lw_norm_axis(axes[i], rank)] = true;
+    return emit_reduce(L, id, xt, red, kind, n->outputs[0], 0);
+}

@@ -1,0 +1,181 @@
+/*
+ * ops_internal.h -- what the CPU kernels of several op families share beyond op.h: the fp32 math
+ * approximations of the elementwise kernels, the float -> integer conversions of Cast, and entry
+ * points into the Conv kernel and the softmax row kernel that the fused ops of the ingot domain
+ * (fused.c, pw.c) build on.
+ *
+ * The math below is the same as unary.c's (fast_expf, fast_tanhf, fast_erff, f2i64, ...), operation
+ * for operation, so that a fused chain interpreted by pw.c computes bit for bit what the unfused
+ * nodes compute: the optimizer's tests compare the two. unary.c keeps its own file-static copies for
+ * now; it could include this header instead.
+ */
+#ifndef INGOT_OPS_INTERNAL_H
+#define INGOT_OPS_INTERNAL_H
+
+#include "op.h"
+
+#include <math.h>
+
+/* ---- fp32 math (branch-free, so loops over arrays vectorise) ---------------------------------- */
+
+/* c ? a : b on floats without a branch: GCC refuses to vectorise loops whose selects it turned into
+ * branches (trapping math being the default). */
+static inline float ig__self(bool c, float a, float b)
+{
+    uint32_t ua, ub, m = 0u - (uint32_t)c;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, 4);
+    return a;
+}
+
+static inline float ig__pow2i(int32_t k)
+{
+    uint32_t b = (uint32_t)(k + 127) << 23;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* e^x = 2^k * e^r, |r| <= ln2/2, e^r by its degree-7 Taylor polynomial; x clamped to [-104, 89] so
+ * 2^k (applied in two halves to stay normal) under/overflows to 0/inf by itself; NaN kept aside.
+ * About 1 ulp. */
+static inline float ig__fast_expf(float x)
+{
+    bool nan = x != x;
+    float xc = ig__self(nan, 0.0f, ig__self(x < -104.0f, -104.0f, ig__self(x > 89.0f, 89.0f, x)));
+    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = xc - kf * 0.693145751953125f - kf * 1.42860682030941723e-6f;
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t k = (int32_t)kf, k1 = k / 2;
+    float e = p * ig__pow2i(k1) * ig__pow2i(k - k1);
+    return ig__self(nan, x, e);
+}
+
+/* tanh and erf: odd rational minimax approximations x*P(x^2)/Q(x^2) on a clamped range (Eigen's for
+ * float); beyond the clamp the functions are +-1 in float. Errors < 4e-7. */
+static inline float ig__fast_tanhf(float x)
+{
+    const float lim = 7.90531110763549805f;
+    float xc = ig__self(x < -lim, -lim, ig__self(x > lim, lim, x));
+    float x2 = xc * xc;
+    float p = -2.76076847742355e-16f;
+    p = p * x2 + 2.00018790482477e-13f;
+    p = p * x2 + -8.60467152213735e-11f;
+    p = p * x2 + 5.12229709037114e-08f;
+    p = p * x2 + 1.48572235717979e-05f;
+    p = p * x2 + 6.37261928875436e-04f;
+    p = p * x2 + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * x2 + 1.18534705686654e-04f;
+    q = q * x2 + 2.26843463243900e-03f;
+    q = q * x2 + 4.89352518554385e-03f;
+    float t = xc * p / q;
+    return ig__self(fabsf(x) < 0.0004f, x, t); /* tiny |x|: tanh(x) = x in float */
+}
+
+static inline float ig__fast_erff(float x)
+{
+    float xc = ig__self(x < -4.0f, -4.0f, ig__self(x > 4.0f, 4.0f, x)); /* erf(4) = 1 in float; NaN passes */
+    float x2 = xc * xc;
+    float p = -2.72614225801306e-10f;
+    p = p * x2 + 2.77068142495902e-08f;
+    p = p * x2 + -2.10102402082508e-06f;
+    p = p * x2 + -5.69250639462346e-05f;
+    p = p * x2 + -7.34990630326855e-04f;
+    p = p * x2 + -2.95459980854025e-03f;
+    p = p * x2 + -1.60960333262415e-02f;
+    float q = -1.45660718464996e-05f;
+    q = q * x2 + -2.13374055278905e-04f;
+    q = q * x2 + -1.68282697438203e-03f;
+    q = q * x2 + -7.37332916720468e-03f;
+    q = q * x2 + -1.42647390514189e-02f;
+    return xc * p / q;
+}
+
+/* ---- conversions as Cast does them -------------------------------------------------------------- */
+
+/* float -> integer: truncation toward zero, NaN -> 0, saturating at the int64 range (a store then
+ * wraps to the target width). */
+static inline int64_t ig__f2i64(double v)
+{
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return INT64_MAX;
+    if (v < -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+static inline uint64_t ig__f2u64(double v)
+{
+    if (v >= 9223372036854775808.0) return v < 18446744073709551616.0 ? (uint64_t)v : UINT64_MAX;
+    return (uint64_t)ig__f2i64(v);
+}
+
+/* double -> float rounded to odd: a later round-to-nearest-even to fp16/bf16 is then correctly
+ * rounded (double -> float -> half, two plain roundings, is not always). */
+static inline float ig__f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if (isnan(d) || (double)f == d) return f;
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    b |= 1;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* ---- kernel entry points shared with the fused ops ---------------------------------------------- */
+
+/* Called by the Conv kernel on its fp32 result y (Conv's output shape, row-major) before it is stored
+ * in the output's dtype: FusedConv applies its epilogue here, so a float16 output is rounded once. */
+typedef void (*ig_conv_epilogue)(void *ctx, float *y);
+
+/* Conv's CPU kernel (src/ops/conv.c) on ex's inputs 0..2 (X, W, optional B; later inputs ignored)
+ * into ex->out[0], calling epi(ctx, y) on the fp32 result when epi is not NULL. Scratch: Conv's
+ * cpu_scratch of the node. */
+ingot_status ig__conv_cpu_run(ig_exec *ex, ig_conv_epilogue epi, void *ctx);
+
+/* One softmax (or log-softmax) over a contiguous fp32 row, as the Softmax kernel computes it (row
+ * maximum subtracted, sum in double). y may be x. */
+void ig__softmax_row_f32(const float *x, float *y, int64_t n, bool log);
+
+/* ---- helpers of the fused ops (fused.c), shared with fused_attention.c ------------------------- */
+
+/* Fail with "node 'NAME' (OpType): " first, from a kernel. */
+ingot_status ig__exec_fail(ig_exec *ex, ingot_status st, const char *fmt, ...) IG_PRINTF(3, 4);
+/* Where a kernel's temporaries live: ex->scratch when it holds need bytes, else (constant folding,
+ * callers that did not size scratch) a block allocated here, returned in *own for the caller to free
+ * with ig__free_aligned. */
+ingot_status ig__exec_scratch(ig_exec *ex, size_t need, char **base, void **own);
+
+/* Scratch carved into 64-byte aligned pieces in a fixed order; with base NULL the same walk sizes it
+ * (cpu_scratch and the kernel share one layout function). */
+typedef struct ig_carver {
+    char *base;
+    size_t off;
+} ig_carver;
+void *ig__carve(ig_carver *cv, size_t bytes);
+
+bool ig__is_lowp(ingot_dtype t); /* float16 or bfloat16 */
+/* n elements of a float32/float16/bfloat16 buffer to fp32 and back (round to nearest even). */
+void ig__to_f32(ingot_dtype t, const void *src, int64_t n, float *dst);
+void ig__from_f32(ingot_dtype t, const float *src, int64_t n, void *dst);
+
+/* Inference: fail when input i provably does not broadcast (one way) to `to`; symbolic dims pass.
+ * `what` names the input in the message ("mask"). */
+ingot_status ig__infer_bcast_to(ig_infer *cx, int i, const ig_shape *to, const char *what);
+/* Inference: attribute `name`, when present, is the INT 0 or 1 / a FLOAT (or INT). */
+ingot_status ig__infer_flag(ig_infer *cx, const char *name);
+ingot_status ig__infer_float_attr(ig_infer *cx, const char *name);
+/* Element count of value v when concrete, else 0 (for FLOP counts). */
+double ig__value_numel(const ig_graph *g, int32_t v);
+
+#endif /* INGOT_OPS_INTERNAL_H */

@@ -1,0 +1,1172 @@
+/*
+ * test_opt_fusion.c -- the optimizer's fusion passes (src/opt: attention, softmax, sink_views,
+ * conv_epilogue, gemm_epilogue, pointwise, and group.c's growth rule).
+ *
+ * Per pass: graphs where it must fire (the op made, its inputs, attributes, decoded program and
+ * provenance) and near-misses where it must not (an intermediate read elsewhere, a graph output in
+ * the middle, a softmax over another axis, a mask that does not broadcast, unequal batch dims, an
+ * input produced after the anchor, too many inputs for one program). Every graph has a symbolic batch
+ * and is run, optimized and as built, at two batch sizes on the same random inputs: the outputs agree
+ * within 1e-5 relative.
+ */
+#include "cpu/exec.h"
+#include "opt/opt_internal.h"
+#include "test.h"
+
+#include "graph_builder.h"
+
+/* ---- building graphs ---------------------------------------------------------------------------- */
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static double drand(double lo, double hi)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return lo + (hi - lo) * (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* Graph inputs and outputs by name (comma-separated), the default opset 17. */
+static void t_io(T *t, const char *ins, const char *outs)
+{
+    char in[16][32], out[16][32];
+    int ni = split_names(ins, in), no = split_names(outs, out);
+    ig_graph *g = &t->g;
+    g->opsets = ig__arena_alloc(&g->arena, sizeof(ig_opset));
+    g->opsets[0] = (ig_opset){"", 17};
+    g->n_opsets = 1;
+    g->inputs = ig__arena_array(&g->arena, 16, sizeof(int32_t));
+    g->outputs = ig__arena_array(&g->arena, 16, sizeof(int32_t));
+    for (int i = 0; i < ni; i++) g->inputs[g->n_inputs++] = ig__graph_find(g, in[i]);
+    for (int i = 0; i < no; i++) {
+        int32_t v = ig__graph_value(g, out[i], &t->err);
+        g->values[v].flags |= IG_VAL_OUTPUT;
+        g->outputs[g->n_outputs++] = v;
+    }
+}
+
+static ig_node *nd(T *t, const char *name, const char *op, const char *ins, const char *outs)
+{
+    ig_node *n = t_node(t, op, 17, ins, outs);
+    n->name = ig__arena_strdup(&t->g.arena, name);
+    return n;
+}
+
+static void scalar_f(T *t, const char *name, float v) { t_const(t, name, INGOT_DTYPE_FLOAT, 0, NULL, &v); }
+
+static void rand_f(T *t, const char *name, int rank, const int64_t *dims, double lo, double hi)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    float *p = malloc(sizeof(float) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; i++) p[i] = (float)drand(lo, hi);
+    t_f32(t, name, rank, dims, p);
+    free(p);
+}
+
+/* An input of dtype dt whose dims are given as numbers, 0 standing for the symbol "batch" and -1 for
+ * the symbol "seq". */
+static ig_value *in_t(T *t, const char *name, ingot_dtype dt, int rank, const int64_t *dims)
+{
+    ig_dim d[IG_MAX_RANK];
+    for (int i = 0; i < rank; i++) d[i] = dims[i] == 0 ? S(t, "batch") : dims[i] < 0 ? S(t, "seq") : D(dims[i]);
+    return t_input(t, name, dt, rank, d);
+}
+
+static ig_value *in_f(T *t, const char *name, int rank, const int64_t *dims)
+{
+    return in_t(t, name, INGOT_DTYPE_FLOAT, rank, dims);
+}
+
+static ingot_status prep(T *t)
+{
+    ig__err_clear(&t->err);
+    ingot_status st = ig__graph_toposort(&t->g, &t->err);
+    ig_infer_options io = {.fold_max_bytes = 64 << 10};
+    if (st == INGOT_OK) st = ig__graph_infer(&t->g, &io, &t->fold, &t->err);
+    return st;
+}
+
+static ingot_status reinfer(T *t)
+{
+    ig__arena_free(&t->fold);
+    ig__arena_init(&t->fold);
+    ig_infer_options io = {.fold_max_bytes = 64 << 10};
+    return ig__graph_infer(&t->g, &io, &t->fold, &t->err);
+}
+
+static int32_t live_count(const ig_graph *g, const char *op)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && (!op || !strcmp(g->nodes[i].op_type, op))) n++;
+    return n;
+}
+
+static const ig_node *find_op(const ig_graph *g, const char *op)
+{
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && !strcmp(g->nodes[i].op_type, op)) return &g->nodes[i];
+    return NULL;
+}
+
+/* The k-th live node of op in g->order. */
+static const ig_node *find_nth(const ig_graph *g, const char *op, int k)
+{
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const ig_node *n = &g->nodes[g->order[i]];
+        if (!n->dead && !strcmp(n->op_type, op) && k-- == 0) return n;
+    }
+    return NULL;
+}
+
+static const ig_opt_pass_report *pass_rep(const ig_opt_report *r, const char *name)
+{
+    for (int32_t i = 0; i < r->n_passes; i++)
+        if (!strcmp(r->passes[i].name, name)) return &r->passes[i];
+    return NULL;
+}
+
+static int32_t vid(T *t, const char *name) { return ig__graph_find(&t->g, name); }
+
+/* The program of a fused node, formatted ("x0,x1 -> t0=ADD(x0,x1) t1=RELU(t0)"). */
+static const char *prog_str(T *t, const ig_node *n)
+{
+    static char buf[4][512];
+    static int k;
+    char *b = buf[k++ % 4];
+    bool pw = !strcmp(n->op_type, "Pointwise");
+    int32_t n_in = pw ? n->n_inputs : 1 + (n->n_inputs > 3 ? n->n_inputs - 3 : 0);
+    ig_pw_prog p;
+    ig_err e = {0};
+    if (ig__pw_decode(&t->g, n, pw ? "" : "epilogue_", n_in, &p, &e) != INGOT_OK) {
+        snprintf(b, 512, "decode failed: %.400s", e.msg);
+        return b;
+    }
+    ig__pw_format(&p, b, 512);
+    return b;
+}
+
+/* The disable list naming every pass but those in keep (comma-separated). */
+static const char *only(const char *keep)
+{
+    static char buf[512];
+    size_t off = 0;
+    buf[0] = 0;
+    for (int32_t i = 0; i < ig__opt_pass_count(); i++) {
+        const char *nm = ig__opt_pass_name(i);
+        char pat[64];
+        snprintf(pat, sizeof pat, ",%s,", nm);
+        char kk[256];
+        snprintf(kk, sizeof kk, ",%s,", keep);
+        if (strstr(kk, pat)) continue;
+        off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", off ? "," : "", nm);
+    }
+    return buf;
+}
+
+/* ---- running graphs ------------------------------------------------------------------------------ */
+
+typedef struct outs_t {
+    int n;
+    double *v[8];
+    int64_t numel[8];
+} outs_t;
+
+static void outs_free(outs_t *o)
+{
+    for (int i = 0; i < o->n; i++) free(o->v[i]);
+    memset(o, 0, sizeof *o);
+}
+
+static ingot_status run_graph(T *t, uint64_t seed, outs_t *o)
+{
+    ig_graph *g = &t->g;
+    memset(o, 0, sizeof *o);
+    ig_plan plan = {0};
+    ig_plan_options po = ig__plan_options_default();
+    ig_cpu_weights w = {0};
+    ig_cpu_exec x = {0};
+    ig__err_clear(&t->err);
+    ingot_status st = ig__plan_graph(g, &po, &plan, &t->err);
+    if (!st) st = ig__plan_check(g, &plan, &t->err);
+    if (!st) st = ig__cpu_weights_make(&w, g, &t->err);
+    if (!st) st = ig__cpu_prepare(&x, g, &plan, &w, NULL, false, NULL, &t->err);
+    uint64_t saved = rng;
+    rng = seed;
+    for (int32_t i = 0; !st && i < g->n_inputs; i++) {
+        const ig_tensor *te = &x.t[g->inputs[i]];
+        size_t bytes = (size_t)te->numel * ingot_dtype_size(te->dtype);
+        void *buf = malloc(bytes + 8);
+        for (int64_t k = 0; k < te->numel; k++) ig__elem_set_f64(te->dtype, buf, k, drand(-3, 3));
+        ig__cpu_set_input(&x, i, buf, bytes);
+        free(buf);
+    }
+    rng = saved;
+    if (!st) st = ig__cpu_run(&x, &t->err);
+    for (int32_t k = 0; !st && k < g->n_outputs; k++) {
+        const ig_tensor *te = &x.t[g->outputs[k]];
+        o->numel[k] = te->numel;
+        o->v[k] = malloc(sizeof(double) * (size_t)(te->numel + 1));
+        for (int64_t i = 0; i < te->numel; i++) o->v[k][i] = ig__elem_f64(te->dtype, te->data, i);
+        o->n++;
+    }
+    if (st) fprintf(stderr, "  run: %s\n", t->err.msg);
+    ig__cpu_release(&x);
+    ig__cpu_weights_free(&w);
+    ig__plan_free(&plan);
+    return st;
+}
+
+/* Max over outputs of |a - b| / max(1, |b|) (NaN equal to NaN); -1 when the shapes differ. */
+static double max_rel(const outs_t *a, const outs_t *b)
+{
+    if (a->n != b->n) return -1;
+    double m = 0;
+    for (int k = 0; k < a->n; k++) {
+        if (a->numel[k] != b->numel[k]) return -1;
+        for (int64_t i = 0; i < a->numel[k]; i++) {
+            double x = a->v[k][i], y = b->v[k][i];
+            if (isnan(x) && isnan(y)) continue;
+            double d = fabs(x - y) / fmax(1.0, fabs(y));
+            if (!(d <= m)) m = isnan(d) ? 1e30 : d;
+        }
+    }
+    return m;
+}
+
+/* Bind every symbolic dim of the graph inputs to n. */
+static void bind(T *t, int64_t n)
+{
+    for (int32_t i = 0; i < t->g.n_inputs; i++) {
+        ig_value *v = &t->g.values[t->g.inputs[i]];
+        for (int32_t k = 0; k < v->shape.rank; k++)
+            if (!ig__dim_known(v->shape.d[k])) v->shape.d[k] = D(n);
+    }
+}
+
+/* With FUSION_DUMP set: the optimized graph, one node a line (for debugging a failed case). */
+static void dump(T *t, const char *what, int variant)
+{
+    if (!getenv("FUSION_DUMP")) return;
+    fprintf(stderr, "-- %s %d\n", what, variant);
+    for (int32_t k = 0; k < t->g.n_nodes; k++) {
+        const ig_node *n = &t->g.nodes[t->g.order[k]];
+        fprintf(stderr, "  %s (%s)", n->name, n->op_type);
+        for (int32_t i = 0; i < n->n_inputs; i++)
+            fprintf(stderr, "%s%s", i ? "," : " ", n->inputs[i] >= 0 ? t->g.values[n->inputs[i]].name : "-");
+        fprintf(stderr, " -> %s", t->g.values[n->outputs[0]].name);
+        if (n->domain[0] && strcmp(n->op_type, "Attention") && strcmp(n->op_type, "MaskedSoftmax"))
+            fprintf(stderr, "  %s", prog_str(t, n));
+        fprintf(stderr, "\n");
+    }
+}
+
+typedef void (*build_fn)(T *t, int variant);
+
+/* Build the graph twice, optimize one copy (left in *opt with its report; disable: the passes to skip),
+ * run both at batch 1 and 3 on the same inputs: the largest relative difference, negative on failure. */
+static double equiv(build_fn build, int variant, const char *disable, T *opt, ig_opt_report *rep)
+{
+    T ref;
+    t_init(&ref);
+    t_init(opt);
+    uint64_t seed = rng;
+    build(&ref, variant);
+    rng = seed;
+    build(opt, variant);
+    double worst = -2;
+    outs_t a = {0}, b = {0};
+    if (prep(&ref) || prep(opt)) {
+        fprintf(stderr, "  prep: %s%s\n", ref.err.msg, opt->err.msg);
+        goto out;
+    }
+    ig_opt_options o = {.enabled = true, .disable = disable};
+    if (ig__optimize(&opt->g, &opt->fold, &o, rep, &opt->err)) {
+        fprintf(stderr, "  optimize: %s\n", opt->err.msg);
+        goto out;
+    }
+    dump(opt, "optimized", variant);
+    worst = 0;
+    for (int64_t batch = 1; batch <= 3; batch += 2) {
+        T ri, oi;
+        /* run instances bound to the batch, leaving the graphs symbolic for the checks */
+        ig__err_clear(&ref.err);
+        if (ig__graph_instance(&ref.g, &ri.g, &ref.err) || ig__graph_instance(&opt->g, &oi.g, &ref.err)) {
+            fprintf(stderr, "  instance: %s\n", ref.err.msg);
+            worst = -3;
+            goto out;
+        }
+        ig__arena_init(&ri.fold);
+        ig__arena_init(&oi.fold);
+        memset(&ri.err, 0, sizeof ri.err);
+        memset(&oi.err, 0, sizeof oi.err);
+        bind(&ri, batch);
+        bind(&oi, batch);
+        double r = -4;
+        if (reinfer(&ri) || reinfer(&oi)) {
+            fprintf(stderr, "  reinfer at batch %d: %s%s\n", (int)batch, ri.err.msg, oi.err.msg);
+        } else if (!run_graph(&ri, 7 + (uint64_t)batch, &a) && !run_graph(&oi, 7 + (uint64_t)batch, &b)) {
+            r = max_rel(&b, &a);
+        }
+        outs_free(&a);
+        outs_free(&b);
+        t_free(&ri);
+        t_free(&oi);
+        if (r < 0) {
+            worst = r;
+            goto out;
+        }
+        if (r > worst) worst = r;
+    }
+out:
+    outs_free(&a);
+    outs_free(&b);
+    t_free(&ref);
+    return worst;
+}
+
+/* The outputs agree (evaluate the equiv once: the argument is an expression). */
+#define AGREES(expr)                                                  \
+    do {                                                              \
+        double r_ = (expr);                                           \
+        if (!(r_ >= 0 && r_ < 1e-5)) TEST_FAIL_("%s: %g", #expr, r_); \
+    } while (0)
+
+/* ==== attention ==== */
+
+/* Q [b,2,5,4], K^T [b,2,4,5], V [b,2,5,3], mask [b,1,1,5]. variant: 0 BERT (Div, Add(s, mask)); 1 sdpa
+ * (Mul on Q and K^T, Add(mask, s), NaN guard); 2 no scale, no mask, opset-11 Softmax axis 3; 3 Mul(c, s)
+ * and a [5] mask; near misses: 10 Softmax over axis 2; 11 the scaled scores also a graph output; 12 a
+ * mask of another batch symbol; 13 K^T of batch 1 (MatMul broadcasts it); 14 rank 2; 15 the Mul on Q
+ * also read elsewhere (kept, not absorbed) */
+static void build_att(T *t, int variant)
+{
+    int64_t qd[4] = {0, 2, 5, 4}, kd[4] = {variant == 13 ? 1 : 0, 2, 4, 5}, vd[4] = {0, 2, 5, 3};
+    int64_t md[4] = {0, 1, 1, 5}, m1[1] = {5};
+    if (variant == 14) {
+        int64_t q2[2] = {5, 4}, k2[2] = {4, 5}, v2[2] = {5, 3};
+        in_f(t, "q", 2, q2);
+        in_f(t, "kt", 2, k2);
+        in_f(t, "v", 2, v2);
+    } else {
+        in_f(t, "q", 4, qd);
+        in_f(t, "kt", 4, kd);
+        in_f(t, "v", 4, vd);
+    }
+    if (variant == 3) {
+        in_f(t, "mask", 1, m1);
+    } else if (variant == 12) {
+        ig_dim d[4] = {S(t, "other"), D(1), D(1), D(5)};
+        t_input(t, "mask", INGOT_DTYPE_FLOAT, 4, d);
+    } else {
+        in_f(t, "mask", 4, md);
+    }
+    scalar_f(t, "sqrtd", 2.0f);
+    scalar_f(t, "c", 0.7f);
+    scalar_f(t, "zero", 0.0f);
+    const char *outs = "y";
+    switch (variant) {
+    case 1:
+    case 15:
+        nd(t, "mq", "Mul", "q,c", "qs");
+        nd(t, "mk", "Mul", "c,kt", "ks");
+        nd(t, "mm1", "MatMul", "qs,ks", "s");
+        nd(t, "add", "Add", "mask,s", "sm");
+        nd(t, "sm", "Softmax", "sm", "p");
+        nd(t, "isnan", "IsNaN", "p", "pn");
+        nd(t, "where", "Where", "pn,zero,p", "pg");
+        nd(t, "mm2", "MatMul", "pg,v", "y");
+        if (variant == 15) outs = "y,qs";
+        break;
+    case 2: {
+        nd(t, "mm1", "MatMul", "q,kt", "s");
+        ig_node *n = nd(t, "sm", "Softmax", "s", "p");
+        n->opset = 11;
+        a_int(n, "axis", 3);
+        nd(t, "mm2", "MatMul", "p,v", "y");
+        break;
+    }
+    case 3:
+        nd(t, "mm1", "MatMul", "q,kt", "s");
+        nd(t, "scale", "Mul", "c,s", "ss");
+        nd(t, "add", "Add", "ss,mask", "sm");
+        nd(t, "sm", "Softmax", "sm", "p");
+        nd(t, "mm2", "MatMul", "p,v", "y");
+        break;
+    default: {
+        nd(t, "mm1", "MatMul", "q,kt", "s");
+        nd(t, "scale", "Div", "s,sqrtd", "ss");
+        nd(t, "add", "Add", "ss,mask", "sm");
+        ig_node *n = nd(t, "sm", "Softmax", "sm", "p");
+        if (variant == 10) a_int(n, "axis", 2);
+        nd(t, "mm2", "MatMul", "p,v", "y");
+        if (variant == 11) outs = "y,ss";
+    }
+    }
+    t_io(t, "q,kt,v,mask", outs);
+}
+
+TEST(attention_forms)
+{
+    const int variants[] = {0, 1, 2, 3, 15};
+    const double scales[] = {0.5, 0.49, 1, 0.7, 0.7};
+    const int covers[] = {5, 8, 3, 5, 7};
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        int v = variants[i];
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_att, v, NULL, &t, &rep));
+        const ig_node *n = find_op(&t.g, "Attention");
+        ASSERT(n);
+        ASSERT_STREQ(n->domain, "ingot");
+        ASSERT_STREQ(n->pass, "attention");
+        ASSERT_STREQ(n->name, "mm2");
+        ASSERT_EQ(n->inputs[0], vid(&t, v == 15 ? "qs" : "q"));
+        ASSERT_EQ(n->inputs[1], vid(&t, "kt"));
+        ASSERT_EQ(n->inputs[2], vid(&t, "v"));
+        ASSERT_EQ(n->n_inputs, v == 2 ? 3 : 4);
+        if (v != 2) ASSERT_EQ(n->inputs[3], vid(&t, "mask"));
+        ASSERT_EQ(n->outputs[0], vid(&t, "y"));
+        ASSERT_NEAR(ig__attr_float(n, "scale", 0), scales[i], 1e-6);
+        ASSERT_EQ(ig__attr_int(n, "k_transposed", 0), 1);
+        ASSERT_EQ(ig__attr_int(n, "nan_to_zero", 0), v == 1 || v == 15);
+        ASSERT_EQ(n->n_covers, covers[i]);
+        ASSERT_STREQ(n->covers[n->n_covers - 1], "mm2 (MatMul)");
+        ASSERT_EQ(pass_rep(&rep, "attention")->n_rewrites, 1);
+        ASSERT_EQ(live_count(&t.g, NULL), v == 15 ? 2 : 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(attention_near_misses)
+{
+    for (int v = 10; v <= 14; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_att, v, NULL, &t, &rep));
+        ASSERT(!find_op(&t.g, "Attention"));
+        ASSERT_EQ(pass_rep(&rep, "attention")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+/* ==== softmax ==== */
+
+/* x [b,3,6], mask [b,1,6]. variant: 0 Div(x, 2) -> Add(., mask) -> Softmax; 1 Add(mask, x) -> LogSoftmax
+ * -> NaN guard; 2 Mul(x, 3) -> opset-11 Softmax axis 2; 3 Softmax -> NaN guard; near misses: 10 a bare
+ * Softmax; 11 Div -> Softmax over axis 1; 12 the Add's output also a graph output; 13 neither Add
+ * operand of the output's shape (x [b,1,6] + mask [b,3,1]) */
+static void build_sm(T *t, int variant)
+{
+    int64_t xd[3] = {0, variant == 13 ? 1 : 3, 6}, md[3] = {0, variant == 13 ? 3 : 1, variant == 13 ? 1 : 6};
+    in_f(t, "x", 3, xd);
+    in_f(t, "mask", 3, md);
+    scalar_f(t, "two", 2);
+    scalar_f(t, "three", 3);
+    scalar_f(t, "zero", 0);
+    const char *outs = "y";
+    ig_node *n;
+    switch (variant) {
+    case 0:
+    case 12:
+    case 13:
+        nd(t, "div", "Div", "x,two", "xs");
+        nd(t, "add", "Add", "xs,mask", "xm");
+        nd(t, "sm", "Softmax", "xm", "y");
+        if (variant == 12) outs = "y,xm";
+        break;
+    case 1:
+        nd(t, "add", "Add", "mask,x", "xm");
+        nd(t, "sm", "LogSoftmax", "xm", "p");
+        nd(t, "isnan", "IsNaN", "p", "pn");
+        nd(t, "where", "Where", "pn,zero,p", "y");
+        break;
+    case 2:
+        nd(t, "mul", "Mul", "x,three", "xs");
+        n = nd(t, "sm", "Softmax", "xs", "y");
+        n->opset = 11;
+        a_int(n, "axis", 2);
+        break;
+    case 3:
+        nd(t, "sm", "Softmax", "x", "p");
+        nd(t, "isnan", "IsNaN", "p", "pn");
+        nd(t, "where", "Where", "pn,zero,p", "y");
+        break;
+    case 10: nd(t, "sm", "Softmax", "x", "y"); break;
+    case 11:
+        nd(t, "div", "Div", "x,two", "xs");
+        n = nd(t, "sm", "Softmax", "xs", "y");
+        a_int(n, "axis", 1);
+        break;
+    }
+    t_io(t, "x,mask", outs);
+}
+
+TEST(softmax_forms)
+{
+    const double scales[4] = {0.5, 1, 3, 1};
+    const int covers[4] = {3, 4, 2, 3};
+    for (int v = 0; v < 4; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_sm, v, NULL, &t, &rep));
+        ASSERT_EQ(live_count(&t.g, NULL), 1);
+        const ig_node *n = find_op(&t.g, "MaskedSoftmax");
+        ASSERT(n);
+        ASSERT_STREQ(n->pass, "softmax");
+        ASSERT_EQ(n->inputs[0], vid(&t, "x"));
+        ASSERT_EQ(n->n_inputs, v <= 1 ? 2 : 1);
+        if (v <= 1) ASSERT_EQ(n->inputs[1], vid(&t, "mask"));
+        ASSERT_EQ(n->outputs[0], vid(&t, "y"));
+        ASSERT_NEAR(ig__attr_float(n, "scale", 0), scales[v], 1e-7);
+        ASSERT_EQ(ig__attr_int(n, "log", 0), v == 1);
+        ASSERT_EQ(ig__attr_int(n, "nan_to_zero", 0), v == 1 || v == 3);
+        ASSERT_EQ(n->n_covers, covers[v]);
+        ASSERT_EQ(pass_rep(&rep, "softmax")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(softmax_near_misses)
+{
+    for (int v = 10; v <= 13; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_sm, v, NULL, &t, &rep));
+        ASSERT(!find_op(&t.g, "MaskedSoftmax"));
+        ASSERT_EQ(pass_rep(&rep, "softmax")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+/* ==== sink_views ==== */
+
+/* ViT's seq-first out-projection: x [b,3,4] -> Transpose(1,0,2) -> Reshape [3b,4] -> Gemm(W^T, bias)
+ * -> Reshape [3,b,4] -> Transpose(1,0,2) -> Add(x, .). variant 1: MatMul + bias Add instead of the Gemm;
+ * near misses: 10 the Gemm's output also a graph output; 11 a constant R; 12 R broadcast ([1,3,4]);
+ * 13 Y from a Relu; 14 the inverse Reshape would have two symbolic dims */
+static void build_sv(T *t, int variant)
+{
+    int64_t xd[3] = {0, 3, 4}, wd[2] = {4, 4}, bd[1] = {4}, r1[3] = {1, 3, 4};
+    int64_t sh1[2] = {-1, 4}, sh2[3] = {3, -1, 4};
+    if (variant != 14) in_f(t, "x", 3, xd);
+    rand_f(t, "W", 2, wd, -1, 1);
+    rand_f(t, "B", 1, bd, -1, 1);
+    t_i64(t, "shape1", 2, sh1);
+    t_i64(t, "shape2", 3, sh2);
+    const char *r = "x", *ins = "x", *outs = "y";
+    if (variant == 11) {
+        rand_f(t, "R", 3, r1, -1, 1);
+        r = "R";
+    }
+    if (variant == 12) {
+        in_f(t, "R", 3, r1);
+        r = "R";
+        ins = "x,R";
+    }
+    char radd[64];
+    if (variant == 14) { /* [b, seq, 4] -> MatMul -> Reshape [0, 0, 2, 2] -> Transpose(0,1,3,2) */
+        int64_t x2[3] = {0, -1, 4}, s4[4] = {0, 0, 2, 2}, r4[4] = {0, -1, 2, 2}, p4[4] = {0, 1, 3, 2};
+        in_f(t, "x2", 3, x2);
+        in_f(t, "R4", 4, r4);
+        t_i64(t, "shape4", 4, s4);
+        nd(t, "mm", "MatMul", "x2,W", "y0");
+        nd(t, "re", "Reshape", "y0,shape4", "y1");
+        ig_node *n = nd(t, "tr", "Transpose", "y1", "y2");
+        a_ints(t, n, "perm", 4, p4);
+        nd(t, "add", "Add", "y2,R4", "y");
+        t_io(t, "x2,R4", "y");
+        return;
+    }
+    int64_t p3[3] = {1, 0, 2};
+    ig_node *n = nd(t, "tin", "Transpose", "x", "xt");
+    a_ints(t, n, "perm", 3, p3);
+    nd(t, "rin", "Reshape", "xt,shape1", "x2d");
+    if (variant == 1) {
+        nd(t, "mm", "MatMul", "x2d,W", "mmo");
+        nd(t, "bias", "Add", "mmo,B", "g");
+    } else if (variant == 13) {
+        nd(t, "gemm", "Relu", "x2d", "g");
+    } else {
+        n = nd(t, "gemm", "Gemm", "x2d,W,B", "g");
+        a_int(n, "transB", 1);
+    }
+    if (variant == 10) outs = "y,g";
+    nd(t, "rout", "Reshape", "g,shape2", "g3");
+    n = nd(t, "tout", "Transpose", "g3", "gt");
+    a_ints(t, n, "perm", 3, p3);
+    snprintf(radd, sizeof radd, "%s,gt", r);
+    nd(t, "add", "Add", radd, "y");
+    t_io(t, ins, outs);
+}
+
+TEST(sink_views_residual_into_gemm)
+{
+    for (int v = 0; v < 2; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_sv, v, NULL, &t, &rep));
+        ASSERT_EQ(pass_rep(&rep, "sink_views")->n_rewrites, 1);
+        ASSERT(!find_op(&t.g, "Add"));
+        const ig_node *f = find_op(&t.g, "FusedMatMul");
+        ASSERT(f);
+        ASSERT_EQ(f->n_inputs, 4);
+        ASSERT_EQ(f->inputs[2], vid(&t, "B"));
+        ASSERT_STREQ(prog_str(&t, f), "x0,x1 -> t0=ADD(x0,x1)");
+        /* the extra is x brought into the GEMM's row order: Reshape(Transpose(x)) */
+        const ig_node *re = &t.g.nodes[t.g.values[f->inputs[3]].producer];
+        ASSERT_STREQ(re->op_type, "Reshape");
+        ASSERT_STREQ(re->pass, "sink_views");
+        const ig_node *tr = &t.g.nodes[t.g.values[re->inputs[0]].producer];
+        ASSERT_STREQ(tr->op_type, "Transpose");
+        ASSERT_EQ(tr->inputs[0], vid(&t, "x"));
+        const ig_value *sh = &t.g.values[re->inputs[1]];
+        ASSERT_EQ(ig__elem_i64(sh->c.dtype, sh->c.data, 0), -1);
+        ASSERT_EQ(ig__elem_i64(sh->c.dtype, sh->c.data, 1), 4);
+        /* the views now follow the GEMM, the last one producing the Add's output */
+        const ig_node *last = &t.g.nodes[t.g.values[vid(&t, "y")].producer];
+        ASSERT_STREQ(last->op_type, "Transpose");
+        ASSERT_STREQ(last->name, "tout");
+        ASSERT_STREQ(t.g.nodes[t.g.values[last->inputs[0]].producer].op_type, "Reshape");
+        ASSERT_EQ(f->n_covers, v == 0 ? 2 : 3);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(sink_views_near_misses)
+{
+    for (int v = 10; v <= 14; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_sv, v, NULL, &t, &rep));
+        ASSERT_EQ(pass_rep(&rep, "sink_views")->n_rewrites, 0);
+        ASSERT(find_op(&t.g, "Add"));
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+/* ==== conv_epilogue ==== */
+
+/* x [b,4,6,6], W [4,4,3,3], B [4], pads 1. variant: 0 Conv -> Relu; 1 Conv -> Add(r) -> Relu (r an
+ * input); 2 depthwise Conv -> Clip(0, 6); 3 SiLU Mul(conv, Sigmoid(conv)); 4 HardSwish; 5 no bias ->
+ * Relu; 6 ResNet's downsample: Add(conv_a, conv_b) -> Relu, conv_b after conv_a; near misses: 10 the SE
+ * block's Mul(conv, sigmoid(fc(pool(conv)))); 11 the conv output also a graph output; 12 a residual
+ * produced after the conv (Neg(r)); 13 six residual Adds: at most four extras */
+static void build_conv(T *t, int variant)
+{
+    int64_t xd[4] = {0, 4, 6, 6}, wd[4] = {4, variant == 2 ? 1 : 4, 3, 3}, bd[1] = {4}, pads[4] = {1, 1, 1, 1};
+    in_f(t, "x", 4, xd);
+    rand_f(t, "W", 4, wd, -0.5, 0.5);
+    rand_f(t, "W2", 4, wd, -0.5, 0.5);
+    rand_f(t, "B", 1, bd, -0.5, 0.5);
+    scalar_f(t, "lo", 0);
+    scalar_f(t, "hi", 6);
+    char ins[64] = "x", outs[64] = "y";
+    ig_node *c = nd(t, "conv", "Conv", variant == 5 ? "x,W" : "x,W,B", "c");
+    a_ints(t, c, "pads", 4, pads);
+    if (variant == 2) a_int(c, "group", 4);
+    switch (variant) {
+    case 0:
+    case 5: nd(t, "relu", "Relu", "c", "y"); break;
+    case 1:
+        in_f(t, "r", 4, xd);
+        strcpy(ins, "x,r");
+        nd(t, "add", "Add", "c,r", "a");
+        nd(t, "relu", "Relu", "a", "y");
+        break;
+    case 2: nd(t, "clip", "Clip", "c,lo,hi", "y"); break;
+    case 3:
+        nd(t, "sig", "Sigmoid", "c", "s");
+        nd(t, "mul", "Mul", "c,s", "y");
+        break;
+    case 4: nd(t, "hs", "HardSwish", "c", "y"); break;
+    case 6:
+        c = nd(t, "conv_b", "Conv", "x,W2,B", "cb");
+        a_ints(t, c, "pads", 4, pads);
+        nd(t, "add", "Add", "c,cb", "a");
+        nd(t, "relu", "Relu", "a", "y");
+        break;
+    case 10: {
+        int64_t wf[2] = {4, 4};
+        rand_f(t, "Wf", 2, wf, -0.5, 0.5);
+        int64_t sh[4] = {-1, 4, 1, 1};
+        t_i64(t, "sh", 4, sh);
+        nd(t, "gap", "GlobalAveragePool", "c", "gp");
+        nd(t, "flat", "Flatten", "gp", "gf");
+        nd(t, "fc", "MatMul", "gf,Wf", "f");
+        nd(t, "sig", "Sigmoid", "f", "fs");
+        nd(t, "rs", "Reshape", "fs,sh", "s");
+        nd(t, "mul", "Mul", "c,s", "y");
+        break;
+    }
+    case 11:
+        nd(t, "relu", "Relu", "c", "y");
+        strcpy(outs, "y,c");
+        break;
+    case 12:
+        in_f(t, "r", 4, xd);
+        strcpy(ins, "x,r");
+        nd(t, "neg", "Neg", "r", "nr");
+        nd(t, "add", "Add", "c,nr", "a");
+        nd(t, "relu", "Relu", "a", "y");
+        break;
+    case 13: {
+        const char *prev = "c";
+        char nm[16], in2[32], out[16];
+        for (int i = 0; i < 6; i++) {
+            snprintf(nm, sizeof nm, "r%d", i);
+            in_f(t, nm, 4, xd);
+            snprintf(ins + strlen(ins), sizeof ins - strlen(ins), ",%s", nm);
+            snprintf(in2, sizeof in2, "%s,%s", prev, nm);
+            snprintf(out, sizeof out, "a%d", i);
+            snprintf(nm, sizeof nm, "add%d", i);
+            prev = ig__graph_find(&t->g, out) >= 0 ? out : t->g.values[ig__graph_value(&t->g, out, &t->err)].name;
+            nd(t, nm, "Add", in2, prev);
+        }
+        nd(t, "relu", "Relu", prev, "y");
+        break;
+    }
+    }
+    t_io(t, ins, outs);
+}
+
+TEST(conv_epilogue_forms)
+{
+    const char *progs[7] = {"x0 -> t0=RELU(x0)",
+                            "x0,x1 -> t0=ADD(x0,x1) t1=RELU(t0)",
+                            "x0 -> t0=CLIP(x0;0,6)",
+                            "x0 -> t0=SIGMOID(x0) t1=MUL(x0,t0)",
+                            "x0 -> t0=HARDSWISH(x0)",
+                            "x0 -> t0=RELU(x0)",
+                            "x0,x1 -> t0=ADD(x1,x0) t1=RELU(t0)"};
+    for (int v = 0; v <= 6; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_conv, v, NULL, &t, &rep));
+        const ig_node *f = find_op(&t.g, "FusedConv");
+        ASSERT(f);
+        ASSERT_STREQ(f->pass, "conv_epilogue");
+        ASSERT_EQ(live_count(&t.g, "FusedConv"), 1);
+        ASSERT_EQ(live_count(&t.g, NULL), v == 6 ? 2 : 1);
+        ASSERT_EQ(f->inputs[0], vid(&t, "x"));
+        ASSERT_EQ(f->inputs[1], vid(&t, v == 6 ? "W2" : "W"));
+        ASSERT_EQ(f->inputs[2], v == 5 ? -1 : vid(&t, "B"));
+        ASSERT_EQ(f->n_inputs, v == 1 || v == 6 ? 4 : 3);
+        if (v == 1) ASSERT_EQ(f->inputs[3], vid(&t, "r"));
+        if (v == 6) ASSERT_EQ(f->inputs[3], vid(&t, "c"));
+        ASSERT_EQ(f->outputs[0], vid(&t, "y"));
+        ASSERT_STREQ(prog_str(&t, f), progs[v]);
+        const int64_t *pads;
+        int64_t np;
+        ASSERT(ig__attr_ints(f, "pads", &pads, &np) && np == 4 && pads[0] == 1);
+        ASSERT_EQ(ig__attr_int(f, "group", 1), v == 2 ? 4 : 1);
+        ASSERT_STREQ(f->covers[0], v == 6 ? "conv_b (Conv)" : "conv (Conv)");
+        ASSERT_EQ(f->n_covers, v == 0 || v == 2 || v == 4 || v == 5 ? 2 : 3);
+        if (v == 6) ASSERT_STREQ(find_op(&t.g, "Conv")->name, "conv");
+        ASSERT_EQ(pass_rep(&rep, "conv_epilogue")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(conv_epilogue_near_misses)
+{
+    for (int v = 10; v <= 12; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_conv, v, NULL, &t, &rep));
+        ASSERT(!find_op(&t.g, "FusedConv"));
+        ASSERT_EQ(live_count(&t.g, "Conv"), 1);
+        ASSERT_EQ(pass_rep(&rep, "conv_epilogue")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+    /* six residuals: four join the conv (five inputs with the CUDA bias' one left), the rest a Pointwise */
+    T t;
+    ig_opt_report rep;
+    AGREES(equiv(build_conv, 13, NULL, &t, &rep));
+    const ig_node *f = find_op(&t.g, "FusedConv");
+    ASSERT(f);
+    ASSERT_EQ(f->n_inputs, 3 + 4);
+    ASSERT_STREQ(prog_str(&t, f), "x0,x1,x2,x3,x4 -> t0=ADD(x0,x1) t1=ADD(t0,x2) t2=ADD(t1,x3) t3=ADD(t2,x4)");
+    ASSERT_EQ(f->outputs[0], vid(&t, "a3"));
+    const ig_node *p = find_op(&t.g, "Pointwise");
+    ASSERT(p);
+    ASSERT_EQ(p->inputs[0], vid(&t, "a3"));
+    ASSERT_STREQ(prog_str(&t, p), "x0,x1,x2 -> t0=ADD(x0,x1) t1=ADD(t0,x2) t2=RELU(t1)");
+    ASSERT_EQ(live_count(&t.g, NULL), 2);
+    ig__opt_report_free(&rep);
+    t_free(&t);
+}
+
+/* ==== gemm_epilogue ==== */
+
+/* x [b,5,8], W [8,6], bias [6]. variant: 0 MatMul -> Add(bias) -> Relu; 1 MatMul -> Div(2) -> Add(bias
+ * [1,1,6]) -> Add(residual) -> erf GELU; 2 Gemm(transB, alpha 0.5, beta 2, C [6]) -> Relu; 3 Gemm with C
+ * an input [b,6], beta 0.5, transA -> Sigmoid; 4 batched MatMul of two inputs -> Mul(0.25) -> Sigmoid; 5 MatMul
+ * -> Mul(3) only; near misses: 10 a bare MatMul and a bare Gemm; 11 the MatMul output read twice */
+static void build_mm(T *t, int variant)
+{
+    int64_t xd[3] = {0, 5, 8}, wd[2] = {8, 6}, bd[1] = {6}, b3[3] = {1, 1, 6}, rd[3] = {0, 5, 6};
+    int64_t x2[2] = {0, 8}, wt[2] = {6, 8}, cd[2] = {0, 6}, bd2[3] = {0, 8, 6};
+    rand_f(t, "W", 2, wd, -0.5, 0.5);
+    rand_f(t, "Wt", 2, wt, -0.5, 0.5);
+    rand_f(t, "bias", 1, bd, -0.5, 0.5);
+    rand_f(t, "bias3", 3, b3, -0.5, 0.5);
+    scalar_f(t, "two", 2);
+    scalar_f(t, "three", 3);
+    scalar_f(t, "quarter", 0.25f);
+    scalar_f(t, "sqrt2", 1.4142135f);
+    scalar_f(t, "one", 1);
+    scalar_f(t, "half", 0.5f);
+    ig_node *n;
+    switch (variant) {
+    case 0:
+        in_f(t, "x", 3, xd);
+        nd(t, "mm", "MatMul", "x,W", "m");
+        nd(t, "badd", "Add", "m,bias", "mb");
+        nd(t, "relu", "Relu", "mb", "y");
+        t_io(t, "x", "y");
+        break;
+    case 1:
+        in_f(t, "x", 3, xd);
+        in_f(t, "r", 3, rd);
+        nd(t, "mm", "MatMul", "x,W", "m");
+        nd(t, "div", "Div", "m,two", "md");
+        nd(t, "badd", "Add", "bias3,md", "mb");
+        nd(t, "res", "Add", "mb,r", "h");
+        nd(t, "gdiv", "Div", "h,sqrt2", "ga");
+        nd(t, "erf", "Erf", "ga", "ge");
+        nd(t, "gadd", "Add", "ge,one", "gp");
+        nd(t, "gmul", "Mul", "h,gp", "gm");
+        nd(t, "ghalf", "Mul", "gm,half", "y");
+        t_io(t, "x,r", "y");
+        break;
+    case 2:
+        in_f(t, "x", 2, x2);
+        n = nd(t, "mm", "Gemm", "x,Wt,bias", "m");
+        a_int(n, "transB", 1);
+        a_float(n, "alpha", 0.5f);
+        a_float(n, "beta", 2);
+        nd(t, "relu", "Relu", "m", "y");
+        t_io(t, "x", "y");
+        break;
+    case 3: { /* A given transposed: [8, b] */
+        int64_t xt[2] = {8, 0};
+        in_f(t, "x", 2, xt);
+        in_f(t, "cin", 2, cd);
+        n = nd(t, "mm", "Gemm", "x,W,cin", "m");
+        a_int(n, "transA", 1);
+        a_float(n, "beta", 0.5f);
+        nd(t, "sig", "Sigmoid", "m", "y");
+        t_io(t, "x,cin", "y");
+        break;
+    }
+    case 4:
+        in_f(t, "x", 3, xd);
+        in_f(t, "x2", 3, bd2);
+        nd(t, "mm", "MatMul", "x,x2", "m");
+        nd(t, "mul", "Mul", "quarter,m", "ms");
+        nd(t, "sig", "Sigmoid", "ms", "y");
+        t_io(t, "x,x2", "y");
+        break;
+    case 5:
+        in_f(t, "x", 3, xd);
+        nd(t, "mm", "MatMul", "x,W", "m");
+        nd(t, "mul", "Mul", "m,three", "y");
+        t_io(t, "x", "y");
+        break;
+    case 10:
+        in_f(t, "x", 3, xd);
+        in_f(t, "x2", 2, x2);
+        nd(t, "mm", "MatMul", "x,W", "y");
+        n = nd(t, "gemm", "Gemm", "x2,Wt,bias", "z");
+        a_int(n, "transB", 1);
+        t_io(t, "x,x2", "y,z");
+        break;
+    case 11:
+        in_f(t, "x", 3, xd);
+        nd(t, "mm", "MatMul", "x,W", "m");
+        nd(t, "relu", "Relu", "m", "y");
+        nd(t, "neg", "Neg", "m", "z");
+        t_io(t, "x", "y,z");
+        break;
+    }
+}
+
+TEST(gemm_epilogue_forms)
+{
+    const char *progs[6] = {"x0 -> t0=RELU(x0)",    "x0,x1 -> t0=ADD(x0,x1) t1=GELU_ERF(t0)",
+                            "x0 -> t0=RELU(x0)",    "x0,x1 -> t0=MULADD(x1,0.5,x0) t1=SIGMOID(t0)",
+                            "x0 -> t0=SIGMOID(x0)", "x0 -> x0"};
+    const double alphas[6] = {1, 0.5, 0.5, 1, 0.25, 3};
+    const int covers[6] = {3, 9, 2, 2, 3, 2};
+    for (int v = 0; v <= 5; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_mm, v, NULL, &t, &rep));
+        ASSERT_EQ(live_count(&t.g, NULL), 1);
+        const ig_node *f = find_op(&t.g, "FusedMatMul");
+        ASSERT(f);
+        ASSERT_STREQ(f->pass, "gemm_epilogue");
+        ASSERT_STREQ(f->name, "mm");
+        ASSERT_EQ(f->inputs[0], vid(&t, "x"));
+        ASSERT_EQ(f->outputs[0], vid(&t, "y"));
+        ASSERT_NEAR(ig__attr_float(f, "alpha", 0), alphas[v], 1e-7);
+        ASSERT_EQ(ig__attr_int(f, "trans_b", 0), v == 2);
+        ASSERT_EQ(ig__attr_int(f, "trans_a", 0), v == 3);
+        ASSERT_STREQ(prog_str(&t, f), progs[v]);
+        ASSERT_EQ(f->n_covers, covers[v]);
+        ASSERT_STREQ(f->covers[0], v == 2 || v == 3 ? "mm (Gemm)" : "mm (MatMul)");
+        const ig_value *b = f->inputs[2] >= 0 ? &t.g.values[f->inputs[2]] : NULL;
+        if (v == 0) ASSERT_EQ(f->inputs[2], vid(&t, "bias"));
+        if (v == 1 || v == 2) { /* a new [6] constant: bias3 reshaped, or bias * beta */
+            ASSERT(b && b->shape.rank == 1 && b->shape.d[0].n == 6);
+            const ig_value *src = &t.g.values[vid(&t, v == 1 ? "bias3" : "bias")];
+            ASSERT_NEAR(ig__elem_f64(b->c.dtype, b->c.data, 5),
+                        ig__elem_f64(src->c.dtype, src->c.data, 5) * (v == 2 ? 2 : 1), 1e-6);
+        }
+        if (v >= 3) ASSERT(!b);
+        if (v == 1) ASSERT_EQ(f->inputs[3], vid(&t, "r"));
+        if (v == 3) ASSERT_EQ(f->inputs[3], vid(&t, "cin"));
+        ASSERT_EQ(pass_rep(&rep, "gemm_epilogue")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(gemm_epilogue_near_misses)
+{
+    for (int v = 10; v <= 11; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_mm, v, NULL, &t, &rep));
+        ASSERT(!find_op(&t.g, "FusedMatMul"));
+        ASSERT_EQ(live_count(&t.g, "MatMul"), 1);
+        ASSERT_EQ(pass_rep(&rep, "gemm_epilogue")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+/* ==== pointwise ==== */
+
+/* variant: 0 SiLU Mul(x, Sigmoid(x)); 1 BERT's mask from ids: Equal(ids, 0) -> Not (int64 math), Cast ->
+ * Sub(1, .) -> Mul(-10000) (fp32); 2 a standalone BatchNormalization (bn_fold's Mul + Add); 3 a lone
+ * Relu; near misses: 10 Sigmoid -> Neg -> Exp with Neg's output a graph output; 11 Add(Relu(x), Neg(z))
+ * with the Neg after the Relu; 12 a sum of eight inputs: six inputs at most */
+static void build_pw(T *t, int variant)
+{
+    int64_t xd[2] = {0, 6}, x3[3] = {0, 3, 4}, cd[1] = {3};
+    char ins[96] = "x";
+    const char *outs = "y";
+    if (variant != 1) in_f(t, "x", variant == 2 ? 3 : 2, variant == 2 ? x3 : xd);
+    switch (variant) {
+    case 0:
+        nd(t, "sig", "Sigmoid", "x", "s");
+        nd(t, "mul", "Mul", "x,s", "y");
+        break;
+    case 1: {
+        in_t(t, "ids", INGOT_DTYPE_INT64, 2, xd);
+        strcpy(ins, "ids");
+        int64_t z = 0;
+        t_const(t, "zero", INGOT_DTYPE_INT64, 0, NULL, &z);
+        scalar_f(t, "one", 1);
+        scalar_f(t, "big", -10000);
+        nd(t, "eq", "Equal", "ids,zero", "e");
+        nd(t, "not", "Not", "e", "ne");
+        ig_node *n = nd(t, "cast", "Cast", "ne", "m");
+        a_int(n, "to", INGOT_DTYPE_FLOAT);
+        nd(t, "sub", "Sub", "one,m", "s");
+        nd(t, "mul", "Mul", "s,big", "y");
+        break;
+    }
+    case 2:
+        rand_f(t, "g", 1, cd, 0.5, 1.5);
+        rand_f(t, "b", 1, cd, -1, 1);
+        rand_f(t, "mu", 1, cd, -1, 1);
+        rand_f(t, "var", 1, cd, 0.5, 2);
+        nd(t, "bn", "BatchNormalization", "x,g,b,mu,var", "y");
+        break;
+    case 3: nd(t, "relu", "Relu", "x", "y"); break;
+    case 10:
+        nd(t, "sig", "Sigmoid", "x", "s");
+        nd(t, "neg", "Neg", "s", "n");
+        nd(t, "exp", "Exp", "n", "y");
+        outs = "y,n";
+        break;
+    case 11:
+        in_f(t, "z", 2, xd);
+        strcpy(ins, "x,z");
+        nd(t, "relu", "Relu", "x", "a");
+        nd(t, "neg", "Neg", "z", "b");
+        nd(t, "add", "Add", "a,b", "y");
+        break;
+    case 12: {
+        const char *prev = "x";
+        static const char *sums[7] = {"s0", "s1", "s2", "s3", "s4", "s5", "y"};
+        char nm[16], in2[32];
+        for (int i = 0; i < 7; i++) {
+            snprintf(nm, sizeof nm, "x%d", i);
+            in_f(t, nm, 2, xd);
+            snprintf(ins + strlen(ins), sizeof ins - strlen(ins), ",%s", nm);
+            snprintf(in2, sizeof in2, "%s,%s", prev, nm);
+            snprintf(nm, sizeof nm, "add%d", i);
+            nd(t, nm, "Add", in2, sums[i]);
+            prev = sums[i];
+        }
+        break;
+    }
+    }
+    t_io(t, ins, outs);
+}
+
+TEST(pointwise_forms)
+{
+    T t;
+    ig_opt_report rep;
+    AGREES(equiv(build_pw, 0, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 1);
+    const ig_node *p = find_op(&t.g, "Pointwise");
+    ASSERT(p);
+    ASSERT_STREQ(p->pass, "pointwise");
+    ASSERT_STREQ(p->name, "mul");
+    ASSERT_EQ(p->n_inputs, 1);
+    ASSERT_EQ(p->inputs[0], vid(&t, "x"));
+    ASSERT_EQ(ig__attr_int(p, "int_math", 1), 0);
+    ASSERT_EQ(ig__attr_int(p, "to", 0), INGOT_DTYPE_FLOAT);
+    ASSERT_STREQ(prog_str(&t, p), "x0 -> t0=SIGMOID(x0) t1=MUL(x0,t0)");
+    ASSERT_EQ(p->n_covers, 2);
+    ASSERT_EQ(pass_rep(&rep, "pointwise")->n_rewrites, 1);
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* the mask: an int64 program ending in the Cast to float (the store converts), then an fp32 one */
+    AGREES(equiv(build_pw, 1, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 2);
+    const ig_node *a = find_nth(&t.g, "Pointwise", 0), *b = find_nth(&t.g, "Pointwise", 1);
+    ASSERT(a && b);
+    ASSERT_EQ(ig__attr_int(a, "int_math", 0), 1);
+    ASSERT_EQ(ig__attr_int(a, "to", 0), INGOT_DTYPE_FLOAT);
+    ASSERT_STREQ(prog_str(&t, a), "[int] x0 -> t0=EQ(x0,0) t1=NOT(t0) t2=COPY(t1)");
+    ASSERT_EQ(ig__attr_int(b, "int_math", 1), 0);
+    ASSERT_EQ(ig__attr_int(b, "to", 0), INGOT_DTYPE_FLOAT);
+    ASSERT_EQ(b->inputs[0], vid(&t, "m"));
+    ASSERT_STREQ(prog_str(&t, b), "x0 -> t0=SUB(1,x0) t1=MUL(t0,-10000)");
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* BN's Mul + Add */
+    AGREES(equiv(build_pw, 2, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 1);
+    p = find_op(&t.g, "Pointwise");
+    ASSERT(p);
+    ASSERT_EQ(p->n_inputs, 3);
+    ASSERT_STREQ(prog_str(&t, p), "x0,x1,x2 -> t0=MUL(x0,x1) t1=ADD(t0,x2)");
+    ASSERT_STREQ(p->covers[0], "bn (BatchNormalization)");
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* a lone elementwise node stays */
+    AGREES(equiv(build_pw, 3, NULL, &t, &rep));
+    ASSERT(find_op(&t.g, "Relu"));
+    ASSERT_EQ(pass_rep(&rep, "pointwise")->n_rewrites, 0);
+    ig__opt_report_free(&rep);
+    t_free(&t);
+}
+
+TEST(pointwise_near_misses)
+{
+    T t;
+    ig_opt_report rep;
+    /* the Neg's output is read outside: Sigmoid + Neg fuse, the Exp stays */
+    AGREES(equiv(build_pw, 10, NULL, &t, &rep));
+    const ig_node *p = find_op(&t.g, "Pointwise");
+    ASSERT(p);
+    ASSERT_EQ(p->outputs[0], vid(&t, "n"));
+    ASSERT(find_op(&t.g, "Exp"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* Neg(z) comes after the Relu: the Relu's group cannot read it; the Neg's can read the Relu's output */
+    AGREES(equiv(build_pw, 11, NULL, &t, &rep));
+    ASSERT(find_op(&t.g, "Relu"));
+    p = find_op(&t.g, "Pointwise");
+    ASSERT(p);
+    ASSERT_EQ(p->n_inputs, 2);
+    ASSERT_EQ(p->inputs[0], vid(&t, "z"));
+    ASSERT_EQ(p->inputs[1], vid(&t, "a"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* eight inputs: six in the first program, the rest in a second */
+    AGREES(equiv(build_pw, 12, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 2);
+    const ig_node *a = find_nth(&t.g, "Pointwise", 0), *b = find_nth(&t.g, "Pointwise", 1);
+    ASSERT(a && b);
+    ASSERT_EQ(a->n_inputs, 6);
+    ASSERT_EQ(a->outputs[0], vid(&t, "s4"));
+    ASSERT_EQ(b->n_inputs, 3);
+    ASSERT_EQ(b->inputs[0], vid(&t, "s4"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+}
+
+/* ==== one pass at a time ==== */
+
+TEST(passes_one_at_a_time)
+{
+    T t;
+    ig_opt_report rep;
+    /* attention alone on BERT's pattern */
+    AGREES(equiv(build_att, 0, only("fold,dce,cse,attention"), &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 1);
+    ASSERT(find_op(&t.g, "Attention"));
+    ASSERT(pass_rep(&rep, "softmax")->skipped);
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* without attention: the scale and mask go to MaskedSoftmax, both MatMuls stay */
+    AGREES(equiv(build_att, 0, "attention", &t, &rep));
+    const ig_node *n = find_op(&t.g, "MaskedSoftmax");
+    ASSERT(n);
+    ASSERT_NEAR(ig__attr_float(n, "scale", 0), 0.5, 1e-7);
+    ASSERT_EQ(n->inputs[0], vid(&t, "s"));
+    ASSERT_EQ(live_count(&t.g, "MatMul"), 2);
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* without sink_views the residual stays an Add after the views, and the Gemm a Gemm */
+    AGREES(equiv(build_sv, 0, "sink_views", &t, &rep));
+    ASSERT(find_op(&t.g, "Gemm"));
+    ASSERT_EQ(find_op(&t.g, "Add")->outputs[0], vid(&t, "y"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* sink_views alone: the Gemm is made again after W(R), so W(R) comes first in the order */
+    AGREES(equiv(build_sv, 0, only("sink_views"), &t, &rep));
+    const ig_node *gm = find_op(&t.g, "Gemm");
+    ASSERT(gm);
+    ASSERT_STREQ(gm->pass, "sink_views");
+    int32_t pos_gemm = -1, pos_w = -1;
+    for (int32_t k = 0; k < t.g.n_nodes; k++) {
+        const ig_node *o = &t.g.nodes[t.g.order[k]];
+        if (o == gm) pos_gemm = k;
+        if (!strcmp(o->name, "rout_inverse")) pos_w = k;
+    }
+    ASSERT(pos_w >= 0 && pos_w < pos_gemm);
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* without conv_epilogue, SiLU after a conv is a Pointwise of the conv's output */
+    AGREES(equiv(build_conv, 3, "conv_epilogue", &t, &rep));
+    n = find_op(&t.g, "Pointwise");
+    ASSERT(n && find_op(&t.g, "Conv"));
+    ASSERT_EQ(n->inputs[0], vid(&t, "c"));
+    ASSERT_STREQ(prog_str(&t, n), "x0 -> t0=SIGMOID(x0) t1=MUL(x0,t0)");
+    ig__opt_report_free(&rep);
+    t_free(&t);
+}
+
+TEST_MAIN(RUN(attention_forms); RUN(attention_near_misses); RUN(softmax_forms); RUN(softmax_near_misses);
+          RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses); RUN(conv_epilogue_forms);
+          RUN(conv_epilogue_near_misses); RUN(gemm_epilogue_forms); RUN(gemm_epilogue_near_misses);
+          RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(passes_one_at_a_time))
