@@ -253,7 +253,7 @@ static ingot_status pointwise_cpu(ig_exec *ex)
     void *own = NULL;
     if (ins[0]->data == y->data && y->numel > 0 && alias_needs_copy(ins[0], y)) {
         size_t bytes = (size_t)ins[0]->numel * ingot_dtype_size(ins[0]->dtype);
-        char *base;
+        char *base = NULL;
         if ((st = ig__exec_scratch(ex, bytes, &base, &own)) != INGOT_OK) return st;
         copy = *ins[0];
         copy.data = base;
@@ -581,8 +581,8 @@ static ingot_status fused_matmul_cpu(ig_exec *ex)
     ig_carver cv = {0};
     fm_bufs bf;
     fm_layout(&p, t, at->numel, bt->numel, ct ? ct->numel : 0, yt->numel, &cv, &bf);
-    char *base;
-    void *own;
+    char *base = NULL;
+    void *own = NULL;
     if ((st = ig__exec_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
     cv = (ig_carver){base, 0};
     fm_layout(&p, t, at->numel, bt->numel, ct ? ct->numel : 0, yt->numel, &cv, &bf);

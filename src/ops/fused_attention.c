@@ -157,7 +157,7 @@ static ingot_status masked_softmax_cpu(ig_exec *ex)
     ig_carver cv = {0};
     sm_bufs bf;
     sm_layout(x->dtype, x->numel, mask ? mask->dtype : INGOT_DTYPE_FLOAT, mask ? mask->numel : 0, &cv, &bf);
-    char *base;
+    char *base = NULL;
     void *own;
     if ((st = ig__exec_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
     cv = (ig_carver){base, 0};
@@ -417,7 +417,7 @@ static ingot_status attention_cpu(ig_exec *ex)
     ig_carver cv = {0};
     att_bufs bf;
     att_layout(&gm, t, mask ? mask->dtype : INGOT_DTYPE_FLOAT, mask ? mask->numel : 0, &cv, &bf);
-    char *base;
+    char *base = NULL;
     void *own;
     if ((st = ig__exec_scratch(ex, cv.off, &base, &own)) != INGOT_OK) return st;
     cv = (ig_carver){base, 0};

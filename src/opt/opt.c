@@ -76,11 +76,18 @@ static ingot_status parse_disable(const char *list, const ig_opt_pass *passes, i
 /* ---- one pass ------------------------------------------------------------------------------------ */
 
 /* Values computed from a graph input, in the order's direction. */
+/* Values that are constant now only because of a graph input's bound values (a shape input bound with
+ * data): computed from one. Shapes do not count: the graph is inferred at its declared shapes, so a
+ * value Shape gives (and what is computed from it) holds for every shape the graph runs with. */
 static void mark_varies(const ig_graph *g, bool *varies)
 {
-    for (int32_t v = 0; v < g->n_values; v++) varies[v] = (g->values[v].flags & IG_VAL_INPUT) != 0;
+    for (int32_t v = 0; v < g->n_values; v++) {
+        uint32_t f = g->values[v].flags;
+        varies[v] = (f & IG_VAL_INPUT) && (f & IG_VAL_CONST);
+    }
     for (int32_t k = 0; k < g->n_nodes; k++) {
         const ig_node *n = &g->nodes[g->order[k]];
+        if (n->op == IG_OP_shape) continue;
         bool any = false;
         for (int32_t i = 0; i < n->n_inputs && !any; i++) any = n->inputs[i] >= 0 && varies[n->inputs[i]];
         for (int32_t j = 0; any && j < n->n_outputs; j++)
