@@ -240,6 +240,31 @@ static ingot_status attach_const_sym(ig_value *v, ig_arena *fa, ig_err *err)
     return INGOT_OK;
 }
 
+/* A small integer vector whose symbolic element values all came out concrete -- Shape(x)[-1] of an x
+ * with a symbolic batch, say -- is a constant: the symbolic algebra proved it is this value for every
+ * shape, so what is computed from it folds too (torch's scale 1/sqrt(head dim) of attention). */
+static ingot_status const_from_sym(ig_value *v, ig_arena *fa, ig_err *err)
+{
+    if ((v->flags & IG_VAL_CONST) || v->n_sym <= 0 || v->shape.rank > 1) return INGOT_OK;
+    if (v->dtype != INGOT_DTYPE_INT64 && v->dtype != INGOT_DTYPE_INT32) return INGOT_OK;
+    int64_t numel;
+    if (!ig__shape_numel(&v->shape, &numel) || numel != v->n_sym) return INGOT_OK;
+    for (int32_t k = 0; k < v->n_sym; k++)
+        if (!ig__dim_known(v->sym[k])) return INGOT_OK;
+    size_t es = ingot_dtype_size(v->dtype);
+    unsigned char *d = fold_alloc(fa, (size_t)numel * es);
+    if (!d) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int32_t k = 0; k < v->n_sym; k++) ig__elem_set_i64(v->dtype, d, k, v->sym[k].n);
+    v->flags |= IG_VAL_CONST;
+    v->c.dtype = v->dtype;
+    v->c.rank = v->shape.rank;
+    for (int32_t k = 0; k < v->shape.rank; k++) v->c.dims[k] = v->shape.d[k].n;
+    v->c.data = d;
+    v->c.n_bytes = (size_t)numel * es;
+    v->c.name = v->name;
+    return INGOT_OK;
+}
+
 static void mark_shape_inputs(ig_graph *g)
 {
     bool *need = ig__calloc((size_t)g->n_values + 1, 1);
@@ -310,6 +335,9 @@ ingot_status ig__graph_infer(ig_graph *g, const ig_infer_options *opt, ig_arena 
                                 ig__node_label(n), n->op_type, v->name);
             if ((st = reconcile_declared(g, n, v, err)) != INGOT_OK) return st;
         }
+        for (int32_t j = 0; j < n->n_outputs; j++)
+            if (n->outputs[j] >= 0 && (st = const_from_sym(&g->values[n->outputs[j]], fold_arena, err)) != INGOT_OK)
+                return st;
         bool all_const = n->n_outputs > 0;
         for (int32_t j = 0; j < n->n_outputs; j++)
             if (n->outputs[j] >= 0 && !(g->values[n->outputs[j]].flags & IG_VAL_CONST)) all_const = false;

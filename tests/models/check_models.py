@@ -18,6 +18,12 @@ Comparison, per output: same dtype and shape; NaN where ONNX Runtime has NaN, th
 float outputs pass when max|ingot - ort| / max(max|ort|, 1e-6) <= 1e-4 (the error relative to the
 output's largest magnitude, over finite elements: per-element relative error is meaningless near
 zero); integer and bool outputs exactly. Ends with `N passed, M failed`; exit status 1 when M > 0.
+
+Every model runs twice, with the optimizer (the default) and with `--no-optimize` (the graph as
+imported): both against ONNX Runtime, and the two against each other under the same tolerance, so a
+rewrite that changes the function fails even where ONNX Runtime's own rounding hides it. For the
+project's models the fused ops the optimizer must make are listed (EXPECT_FUSED) and checked in
+`ingot inspect --optimized --json`, so a pass that silently stops firing fails too.
 """
 import argparse
 import glob
@@ -37,6 +43,15 @@ from onnx import numpy_helper  # noqa: E402
 
 REL_TOL = 1e-4
 SEED = 1234
+
+# model (file stem) -> ingot-domain ops its optimized graph must contain
+EXPECT_FUSED = {
+    "resnet_mini": {"FusedConv"},
+    "mobilenetv2_mini": {"FusedConv"},
+    "efficientnet_block": {"FusedConv"},
+    "seg_head": {"FusedConv"},
+    "bert_mini": {"FusedMatMul", "Pointwise", "Attention"},
+}
 
 
 def safe_name(name):
@@ -202,7 +217,7 @@ def check(ingot, label, path, batch, image_like, work, verbose):
     d = os.path.join(work, re.sub(r"[^A-Za-z0-9._-]", "_", label))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "out"))
-    args = [ingot, "run", path, "--output-dir", os.path.join(d, "out"), "--seed", "0"]
+    args = [ingot, "run", path, "--seed", "0"]
     for k, v in feeds.items():
         f = os.path.join(d, safe_name(k) + ".npy")
         np.save(f, v)
@@ -212,23 +227,44 @@ def check(ingot, label, path, batch, image_like, work, verbose):
     t0 = time.time()
     want = run_ort(path, feeds)
     t_ort = time.time() - t0
-    t0 = time.time()
-    rc, out, err = common.run(args, timeout=600)
-    t_ingot = time.time() - t0
-    if rc != 0:
-        return False, f"FAIL {label}: ingot run exited {rc}: {common.first_line(err) or common.first_line(out)}"
-    problems, figures = [], []
-    for name, w in want.items():
-        f = os.path.join(d, "out", safe_name(name) + ".npy")
-        if not os.path.exists(f):
-            problems.append(f"output '{name}': {os.path.basename(f)} not written")
-            continue
-        why, rel = compare(np.load(f), w)
-        if why:
-            problems.append(f"output '{name}': {why}")
-        else:
-            figures.append(f"{name} {rel:.2g}")
-    times = f"ingot {t_ingot:.2f} s, onnxruntime {t_ort:.2f} s"
+    got, t_ingot, problems, figures = {}, {}, [], []
+    for mode, extra in (("opt", []), ("no-opt", ["--no-optimize"])):
+        out_dir = os.path.join(d, "out_" + mode)
+        os.makedirs(out_dir, exist_ok=True)
+        t0 = time.time()
+        rc, out, err = common.run(args + ["--output-dir", out_dir] + extra, timeout=600)
+        t_ingot[mode] = time.time() - t0
+        if rc != 0:
+            return False, f"FAIL {label} ({mode}): ingot run exited {rc}: {common.first_line(err) or common.first_line(out)}"
+        got[mode] = {}
+        for name, w in want.items():
+            f = os.path.join(out_dir, safe_name(name) + ".npy")
+            if not os.path.exists(f):
+                problems.append(f"{mode}: output '{name}': {os.path.basename(f)} not written")
+                continue
+            got[mode][name] = np.load(f)
+            why, rel = compare(got[mode][name], w)
+            if why:
+                problems.append(f"{mode}: output '{name}': {why}")
+            elif mode == "opt":
+                figures.append(f"{name} {rel:.2g}")
+    for name in want:  # optimized against as imported
+        if name in got["opt"] and name in got["no-opt"]:
+            why, rel = compare(got["opt"][name], got["no-opt"][name])
+            if why:
+                problems.append(f"optimized vs unoptimized: output '{name}': {why}")
+            else:
+                figures.append(f"opt/no-opt {rel:.2g}")
+    stem = os.path.basename(path)[:-5]
+    if stem in EXPECT_FUSED:
+        jargs = [ingot, "inspect", path, "--optimized", "--json"] + (["--batch", str(batch)] if batch else [])
+        rc, out, err = common.run(jargs, timeout=600)
+        import json
+        made = {n["op"] for n in json.loads(out)["nodes"] if n.get("domain") == "ingot"} if rc == 0 else set()
+        missing = EXPECT_FUSED[stem] - made
+        if missing:
+            problems.append(f"the optimizer made no {', '.join(sorted(missing))} (made: {', '.join(sorted(made))})")
+    times = f"ingot {t_ingot['opt']:.2f} / {t_ingot['no-opt']:.2f} s unoptimized, onnxruntime {t_ort:.2f} s"
     if problems:
         return False, f"FAIL {label} ({times}):\n    " + "\n    ".join(problems)
     return True, f"PASS {label}: rel err {', '.join(figures)} ({times})"
