@@ -243,8 +243,8 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;
         if (c->math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
             continue;
-        cand[n_cand++] = (conv_cand){perf[i].algo, c->math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : perf[i].mathType,
-                                     perf[i].memory};
+        cand[n_cand++] =
+            (conv_cand){perf[i].algo, c->math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : perf[i].mathType, perf[i].memory};
     }
     cudaEvent_t e0 = NULL, e1 = NULL;
     float best = FLT_MAX;
