@@ -16,6 +16,7 @@
  * wraps to INT_MIN, instead of trapping.
  */
 #include "op.h"
+#include "ops_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -89,44 +90,12 @@ typedef void (*bin_fn)(const void *a, const void *b, void *o, int64_t n, int sa,
 #define BIN_FN(name, T, TO, EXPR) \
     static void name(const void *a, const void *b, void *o, int64_t n, int sa, int sb) LOOP2(T, T, TO, EXPR)
 
-/* Mod with fmod=0 on floats: numpy's remainder (the result takes the divisor's sign; ONNX opset 28
- * spells out the same special cases: x mod 0 = NaN, inf mod y = NaN, finite x mod inf = x or inf). */
-static inline double mod_f64_1(double x, double y)
-{
-    double m = fmod(x, y);
-    if (y == 0 || m != m) return m;
-    if (m != 0) {
-        if ((y < 0) != (m < 0)) m += y;
-    } else {
-        m = copysign(0.0, y);
-    }
-    return m;
-}
-static inline float mod_f32_1(float x, float y)
-{
-    float m = fmodf(x, y);
-    if (y == 0 || m != m) return m;
-    if (m != 0) {
-        if ((y < 0) != (m < 0)) m += y;
-    } else {
-        m = copysignf(0.0f, y);
-    }
-    return m;
-}
+/* Mod with fmod=0 on floats: ig__mod_f32 / ig__mod_f64 (ops_internal.h). */
+#define mod_f32_1 ig__mod_f32
+#define mod_f64_1 ig__mod_f64
 
-/* Integer powers by squaring, wrapping like repeated multiplication. A negative exponent gives the
- * truncated real result: 1 for base 1, +-1 for base -1, 0 otherwise (0 also for base 0). */
-static int64_t ipow_s(int64_t x, int64_t e)
-{
-    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x, u = (uint64_t)e;
-    while (u) {
-        if (u & 1) r *= b;
-        b *= b;
-        u >>= 1;
-    }
-    return (int64_t)r;
-}
+/* Integer powers by squaring (ig__ipow_s, ops_internal.h; the unsigned one here). */
+#define ipow_s ig__ipow_s
 static uint64_t ipow_u(uint64_t b, uint64_t u)
 {
     uint64_t r = 1;

@@ -23,11 +23,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-/* Batched GEMMs smaller than this (multiply-adds) run side by side, one per thread, in at most
- * MAX_SLOTS workspace slices (as matmul.c). */
-#define SMALL_GEMM_MACS ((int64_t)1 << 21)
-#define MAX_SLOTS       16
-
 /* ---------------------------------------------------------------------------------------------- */
 /* shared helpers                                                                                  */
 
@@ -401,64 +396,15 @@ static ingot_status fused_matmul_infer(ig_infer *cx)
     return epilogue_infer(cx, MM_EXTRAS);
 }
 
-/* The product as a batch of GEMMs over the output's batch dims. */
-typedef struct fm_plan {
-    bool ta, tb;
-    float alpha;
-    int64_t m, n, k, lda, ldb;
-    int32_t nb;                                   /* output batch rank */
-    int64_t bdims[IG_MAX_RANK];                   /* output batch dims */
-    int64_t astr[IG_MAX_RANK], bstr[IG_MAX_RANK]; /* per batch dim, in elements (0: broadcast) */
-    int64_t nbatch;
-    bool fold; /* B has no batch and A's batch is contiguous and not transposed: one GEMM of nbatch*m rows */
-} fm_plan;
+/* The product as a batch of GEMMs over the output's batch dims (ops_internal.h). */
+typedef ig_bmm_plan fm_plan;
 
 static bool fm_plan_of(const ig_node *node, int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd, fm_plan *p)
 {
-    memset(p, 0, sizeof *p);
-    if (ra < 1 || rb < 1) return false;
-    /* a 1-D operand is a row (A) or a column (B); transposing it means nothing */
-    p->ta = ra > 1 && ig__attr_int(node, "trans_a", 0);
-    p->tb = rb > 1 && ig__attr_int(node, "trans_b", 0);
+    if (!ig__bmm_plan(ra, ad, rb, bd, ig__attr_int(node, "trans_a", 0), ig__attr_int(node, "trans_b", 0), p))
+        return false;
     p->alpha = ig__attr_float(node, "alpha", 1.0f);
-    p->m = ra == 1 ? 1 : p->ta ? ad[ra - 1] : ad[ra - 2];
-    p->k = ra == 1 ? ad[0] : p->ta ? ad[ra - 2] : ad[ra - 1];
-    p->n = rb == 1 ? 1 : p->tb ? bd[rb - 2] : bd[rb - 1];
-    int64_t bk = rb == 1 ? bd[0] : p->tb ? bd[rb - 1] : bd[rb - 2];
-    if (bk != p->k) return false;
-    p->lda = p->ta ? p->m : p->k;
-    p->ldb = p->tb ? p->k : p->n;
-    int32_t na = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
-    p->nb = na > nbb ? na : nbb;
-    int64_t sa = p->m * p->k, sb = p->k * p->n;
-    p->nbatch = 1;
-    bool b_batched = false, a_full = true;
-    for (int32_t i = p->nb - 1; i >= 0; i--) {
-        int32_t ia = i - (p->nb - na), ib = i - (p->nb - nbb);
-        int64_t da = ia >= 0 ? ad[ia] : 1, db = ib >= 0 ? bd[ib] : 1;
-        if (da != db && da != 1 && db != 1) return false;
-        p->bdims[i] = da == 0 || db == 0 ? 0 : da > db ? da : db;
-        p->astr[i] = da == 1 ? 0 : sa;
-        p->bstr[i] = db == 1 ? 0 : sb;
-        if (db != 1) b_batched = true;
-        if (da == 1 && p->bdims[i] != 1) a_full = false;
-        sa *= da;
-        sb *= db;
-        p->nbatch *= p->bdims[i];
-    }
-    p->fold = !b_batched && a_full && !p->ta;
     return true;
-}
-
-static void fm_offsets(const fm_plan *p, int64_t bi, int64_t *ao, int64_t *bo)
-{
-    *ao = *bo = 0;
-    for (int32_t i = p->nb - 1; i >= 0; i--) {
-        int64_t idx = bi % p->bdims[i];
-        bi /= p->bdims[i];
-        *ao += idx * p->astr[i];
-        *bo += idx * p->bstr[i];
-    }
 }
 
 typedef struct fm_bufs {
@@ -478,15 +424,7 @@ static void fm_layout(const fm_plan *p, ingot_dtype t, int64_t an, int64_t bn, i
         if (cn > 0) bf->bias = ig__carve(cv, sizeof(float) * (size_t)cn);
         bf->y = ig__carve(cv, sizeof(float) * (size_t)yn);
     }
-    if (p->fold) {
-        bf->ws_bytes = ig__sgemm_ws_bytes(p->nbatch * p->m, p->n, p->k);
-        bf->slots = 1;
-    } else {
-        bf->ws_bytes = (ig__sgemm_ws_bytes(p->m, p->n, p->k) + 63) & ~(size_t)63;
-        bool small = p->m * p->n * p->k < SMALL_GEMM_MACS;
-        bf->slots = small ? (p->nbatch < MAX_SLOTS ? p->nbatch : MAX_SLOTS) : 1;
-        if (bf->slots < 1) bf->slots = 1;
-    }
+    ig__bmm_workspace(p, &bf->ws_bytes, &bf->slots);
     bf->ws = ig__carve(cv, bf->ws_bytes * (size_t)bf->slots);
 }
 
@@ -527,7 +465,7 @@ static void fm_gemm(const fm_job *j, struct ig_pool *pool, int64_t bi, char *ws)
 {
     const fm_plan *p = j->p;
     int64_t ao, bo;
-    fm_offsets(p, bi, &ao, &bo);
+    ig__bmm_offsets(p, bi, &ao, &bo);
     ig__sgemm_ws(pool, p->ta, p->tb, p->m, p->n, p->k, p->alpha, j->a + ao, p->lda, j->b + bo, p->ldb, j->beta,
                  j->y + bi * p->m * p->n, p->n, ws, j->bf->ws_bytes);
 }

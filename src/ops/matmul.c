@@ -11,6 +11,7 @@
  * they are small (attention heads).
  */
 #include "op.h"
+#include "ops_internal.h"
 #include "../cpu/cpu.h"
 
 #include <inttypes.h>
@@ -422,51 +423,56 @@ static ingot_status matmul_infer(ig_infer *cx)
     return ig__set_out(cx, 0, a->dtype, &os);
 }
 
-/* MatMul as a batch of GEMMs: out batch dims, and per-batch element offsets of A and B. */
-typedef struct mm_plan {
-    int64_t m, n, k;
-    int32_t nb;                                   /* output batch rank */
-    int64_t bdims[IG_MAX_RANK];                   /* output batch dims */
-    int64_t astr[IG_MAX_RANK], bstr[IG_MAX_RANK]; /* per batch dim, in elements (0: broadcast) */
-    int64_t nbatch;
-    bool fold; /* B has no batch and A's batch is contiguous: one GEMM of nbatch*m rows */
-} mm_plan;
-
-static bool mm_plan_of(int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd, mm_plan *p)
+bool ig__bmm_plan(int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd, bool ta, bool tb, ig_bmm_plan *p)
 {
     memset(p, 0, sizeof *p);
     if (ra < 1 || rb < 1) return false;
-    p->k = ad[ra - 1];
-    p->m = ra > 1 ? ad[ra - 2] : 1;
-    p->n = rb > 1 ? bd[rb - 1] : 1;
-    if ((rb > 1 ? bd[rb - 2] : bd[0]) != p->k) return false;
+    p->ta = ra > 1 && ta;
+    p->tb = rb > 1 && tb;
+    p->alpha = 1.0f;
+    p->m = ra == 1 ? 1 : p->ta ? ad[ra - 1] : ad[ra - 2];
+    p->k = ra == 1 ? ad[0] : p->ta ? ad[ra - 2] : ad[ra - 1];
+    p->n = rb == 1 ? 1 : p->tb ? bd[rb - 2] : bd[rb - 1];
+    int64_t bk = rb == 1 ? bd[0] : p->tb ? bd[rb - 1] : bd[rb - 2];
+    if (bk != p->k) return false;
+    p->lda = p->ta ? p->m : p->k;
+    p->ldb = p->tb ? p->k : p->n;
     int32_t na = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
     p->nb = na > nbb ? na : nbb;
     int64_t sa = p->m * p->k, sb = p->k * p->n;
     p->nbatch = 1;
-    bool b_batched = false;
+    bool b_batched = false, a_full = true; /* A's batch is contiguous when none of its dims is broadcast */
     for (int32_t i = p->nb - 1; i >= 0; i--) {
         int32_t ia = i - (p->nb - na), ib = i - (p->nb - nbb);
         int64_t da = ia >= 0 ? ad[ia] : 1, db = ib >= 0 ? bd[ib] : 1;
         if (da != db && da != 1 && db != 1) return false;
-        p->bdims[i] = da > db ? da : db;
-        if (da == 0 || db == 0) p->bdims[i] = 0;
+        p->bdims[i] = da == 0 || db == 0 ? 0 : da > db ? da : db;
         p->astr[i] = da == 1 ? 0 : sa;
         p->bstr[i] = db == 1 ? 0 : sb;
         if (db != 1) b_batched = true;
+        if (da == 1 && p->bdims[i] != 1) a_full = false;
         sa *= da;
         sb *= db;
         p->nbatch *= p->bdims[i];
     }
-    /* A's batch is contiguous when no A dim is broadcast against B (A has all of them) */
-    bool a_full = true;
-    for (int32_t i = 0; i < p->nb; i++)
-        if (p->astr[i] == 0 && p->bdims[i] != 1) a_full = false;
-    p->fold = !b_batched && a_full;
+    p->fold = !b_batched && a_full && !p->ta;
     return true;
 }
 
-static void mm_offsets(const mm_plan *p, int64_t bi, int64_t *ao, int64_t *bo)
+void ig__bmm_workspace(const ig_bmm_plan *p, size_t *slice_bytes, int64_t *slots)
+{
+    if (p->fold) {
+        *slice_bytes = ig__sgemm_ws_bytes(p->nbatch * p->m, p->n, p->k);
+        *slots = 1;
+        return;
+    }
+    *slice_bytes = (ig__sgemm_ws_bytes(p->m, p->n, p->k) + 63) & ~(size_t)63;
+    bool small = p->m * p->n * p->k < SMALL_GEMM_MACS;
+    *slots = small ? (p->nbatch < MAX_BATCH_SLOTS ? p->nbatch : MAX_BATCH_SLOTS) : 1;
+    if (*slots < 1) *slots = 1;
+}
+
+void ig__bmm_offsets(const ig_bmm_plan *p, int64_t bi, int64_t *ao, int64_t *bo)
 {
     *ao = *bo = 0;
     for (int32_t i = p->nb - 1; i >= 0; i--) {
@@ -484,7 +490,7 @@ typedef struct mm_bufs {
     int64_t slots;   /* workspace slices (batched GEMMs side by side) */
 } mm_bufs;
 
-static void mm_layout(const mm_plan *p, ingot_dtype t, int64_t an, int64_t bn, int64_t yn, carver *cv, mm_bufs *bf)
+static void mm_layout(const ig_bmm_plan *p, ingot_dtype t, int64_t an, int64_t bn, int64_t yn, carver *cv, mm_bufs *bf)
 {
     memset(bf, 0, sizeof *bf);
     if (t != INGOT_DTYPE_FLOAT && !is_lowp(t)) return;
@@ -493,15 +499,7 @@ static void mm_layout(const mm_plan *p, ingot_dtype t, int64_t an, int64_t bn, i
         bf->b = carve_bytes(cv, sizeof(float) * (size_t)bn);
         bf->y = carve_bytes(cv, sizeof(float) * (size_t)yn);
     }
-    if (p->fold) {
-        bf->ws_bytes = ig__sgemm_ws_bytes(p->nbatch * p->m, p->n, p->k);
-        bf->slots = 1;
-    } else {
-        bf->ws_bytes = (ig__sgemm_ws_bytes(p->m, p->n, p->k) + 63) & ~(size_t)63;
-        bool small = p->m * p->n * p->k < SMALL_GEMM_MACS;
-        bf->slots = small ? (p->nbatch < MAX_BATCH_SLOTS ? p->nbatch : MAX_BATCH_SLOTS) : 1;
-        if (bf->slots < 1) bf->slots = 1;
-    }
+    ig__bmm_workspace(p, &bf->ws_bytes, &bf->slots);
     bf->ws = carve_bytes(cv, bf->ws_bytes * (size_t)bf->slots);
 }
 
@@ -519,8 +517,10 @@ static size_t matmul_scratch(const ig_graph *g, const ig_node *n)
 {
     int32_t ra, rb;
     int64_t ad[IG_MAX_RANK], bd[IG_MAX_RANK];
-    mm_plan p;
-    if (!in_dims_any(g, n, 0, &ra, ad) || !in_dims_any(g, n, 1, &rb, bd) || !mm_plan_of(ra, ad, rb, bd, &p)) return 0;
+    ig_bmm_plan p;
+    if (!in_dims_any(g, n, 0, &ra, ad) || !in_dims_any(g, n, 1, &rb, bd) ||
+        !ig__bmm_plan(ra, ad, rb, bd, false, false, &p))
+        return 0;
     int64_t an = 1, bn = 1;
     for (int32_t i = 0; i < ra; i++) an *= ad[i];
     for (int32_t i = 0; i < rb; i++) bn *= bd[i];
@@ -531,7 +531,7 @@ static size_t matmul_scratch(const ig_graph *g, const ig_node *n)
 }
 
 typedef struct mm_job {
-    const mm_plan *p;
+    const ig_bmm_plan *p;
     const float *a, *b;
     float *y;
     const mm_bufs *bf;
@@ -542,13 +542,13 @@ typedef struct mm_job {
 static void mm_slot_range(void *arg, int64_t sb, int64_t se)
 {
     const mm_job *j = arg;
-    const mm_plan *p = j->p;
+    const ig_bmm_plan *p = j->p;
     for (int64_t s = sb; s < se; s++) {
         int64_t b0 = s * j->per_slot, b1 = b0 + j->per_slot;
         if (b1 > p->nbatch) b1 = p->nbatch;
         for (int64_t bi = b0; bi < b1; bi++) {
             int64_t ao, bo;
-            mm_offsets(p, bi, &ao, &bo);
+            ig__bmm_offsets(p, bi, &ao, &bo);
             ig__sgemm_ws(NULL, false, false, p->m, p->n, p->k, 1.0f, j->a + ao, p->k, j->b + bo, p->n, 0.0f,
                          j->y + bi * p->m * p->n, p->n, j->bf->ws + s * j->bf->ws_bytes, j->bf->ws_bytes);
         }
@@ -559,8 +559,8 @@ static ingot_status matmul_cpu(ig_exec *ex)
 {
     const ig_tensor *at = ex->in[0], *bt = ex->in[1];
     ig_tensor *yt = ex->out[0];
-    mm_plan p;
-    if (!mm_plan_of(at->rank, at->dims, bt->rank, bt->dims, &p))
+    ig_bmm_plan p;
+    if (!ig__bmm_plan(at->rank, at->dims, bt->rank, bt->dims, false, false, &p))
         return exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "operand shapes do not match (ranks)", at->rank, bt->rank);
     if (p.nbatch * p.m * p.n != yt->numel)
         return exec_fail(ex, INGOT_ERR_INTERNAL, "output size disagrees with the operands", yt->numel,
@@ -570,7 +570,7 @@ static ingot_status matmul_cpu(ig_exec *ex)
     if (t != INGOT_DTYPE_FLOAT && !is_lowp(t)) {
         for (int64_t bi = 0; bi < p.nbatch; bi++) {
             int64_t ao, bo;
-            mm_offsets(&p, bi, &ao, &bo);
+            ig__bmm_offsets(&p, bi, &ao, &bo);
             slow_mm s = {.t = t,
                          .m = p.m,
                          .n = p.n,
@@ -621,7 +621,7 @@ static ingot_status matmul_cpu(ig_exec *ex)
         } else {
             for (int64_t bi = 0; bi < p.nbatch; bi++) {
                 int64_t ao, bo;
-                mm_offsets(&p, bi, &ao, &bo);
+                ig__bmm_offsets(&p, bi, &ao, &bo);
                 ig__sgemm_ws(ex->pool, false, false, p.m, p.n, p.k, 1.0f, a + ao, p.k, b + bo, p.n, 0.0f,
                              y + bi * p.m * p.n, p.n, bf.ws, bf.ws_bytes);
             }
@@ -636,8 +636,10 @@ static double matmul_flops(const ig_graph *g, const ig_node *n)
 {
     int32_t ra, rb;
     int64_t ad[IG_MAX_RANK], bd[IG_MAX_RANK];
-    mm_plan p;
-    if (!in_dims_any(g, n, 0, &ra, ad) || !in_dims_any(g, n, 1, &rb, bd) || !mm_plan_of(ra, ad, rb, bd, &p)) return 0;
+    ig_bmm_plan p;
+    if (!in_dims_any(g, n, 0, &ra, ad) || !in_dims_any(g, n, 1, &rb, bd) ||
+        !ig__bmm_plan(ra, ad, rb, bd, false, false, &p))
+        return 0;
     return 2.0 * (double)p.nbatch * (double)p.m * (double)p.n * (double)p.k;
 }
 

@@ -4,10 +4,8 @@
  * points into the Conv kernel and the softmax row kernel that the fused ops of the ingot domain
  * (fused.c, pw.c) build on.
  *
- * The math below is the same as unary.c's (fast_expf, fast_tanhf, fast_erff, f2i64, ...), operation
- * for operation, so that a fused chain interpreted by pw.c computes bit for bit what the unfused
- * nodes compute: the optimizer's tests compare the two. unary.c keeps its own file-static copies for
- * now; it could include this header instead.
+ * unary.c and pw.c both compute with the math below, so that a fused chain interpreted by pw.c
+ * computes bit for bit what the unfused nodes compute: the optimizer's tests compare the two.
  */
 #ifndef INGOT_OPS_INTERNAL_H
 #define INGOT_OPS_INTERNAL_H
@@ -101,6 +99,45 @@ static inline float ig__fast_erff(float x)
     return xc * p / q;
 }
 
+/* Mod with fmod=0 on floats: numpy's remainder (the result takes the divisor's sign; ONNX opset 28
+ * spells out the same special cases: x mod 0 = NaN, inf mod y = NaN, finite x mod inf = x or inf). */
+static inline double ig__mod_f64(double x, double y)
+{
+    double m = fmod(x, y);
+    if (y == 0 || m != m) return m;
+    if (m != 0) {
+        if ((y < 0) != (m < 0)) m += y;
+    } else {
+        m = copysign(0.0, y);
+    }
+    return m;
+}
+static inline float ig__mod_f32(float x, float y)
+{
+    float m = fmodf(x, y);
+    if (y == 0 || m != m) return m;
+    if (m != 0) {
+        if ((y < 0) != (m < 0)) m += y;
+    } else {
+        m = copysignf(0.0f, y);
+    }
+    return m;
+}
+
+/* Integer powers by squaring, wrapping like repeated multiplication. A negative exponent gives the
+ * truncated real result: 1 for base 1, +-1 for base -1, 0 otherwise (0 also for base 0). */
+static inline int64_t ig__ipow_s(int64_t x, int64_t e)
+{
+    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x, u = (uint64_t)e;
+    while (u) {
+        if (u & 1) r *= b;
+        b *= b;
+        u >>= 1;
+    }
+    return (int64_t)r;
+}
+
 /* ---- conversions as Cast does them -------------------------------------------------------------- */
 
 /* float -> integer: truncation toward zero, NaN -> 0, saturating at the int64 range (a store then
@@ -133,6 +170,28 @@ static inline float ig__f64_to_f32_odd(double d)
 }
 
 /* ---- kernel entry points shared with the fused ops ---------------------------------------------- */
+
+/* A (batched, broadcast) matrix product as a batch of GEMMs over the output's batch dims, numpy's
+ * matmul rules (src/ops/matmul.c); FusedMatMul adds transposed operands and alpha. */
+typedef struct ig_bmm_plan {
+    bool ta, tb; /* A is stored [k, m], B [n, k] (last two dims) */
+    float alpha; /* product scale: 1 for MatMul */
+    int64_t m, n, k, lda, ldb;
+    int32_t nb;                                   /* output batch rank */
+    int64_t bdims[IG_MAX_RANK];                   /* output batch dims */
+    int64_t astr[IG_MAX_RANK], bstr[IG_MAX_RANK]; /* per batch dim, in elements (0: broadcast) */
+    int64_t nbatch;
+    bool fold; /* B has no batch and A's batch is contiguous and not transposed: one GEMM of nbatch*m rows */
+} ig_bmm_plan;
+
+/* The plan for A [.., m, k] x B [.., k, n] (before transposition; a 1-D A is a row, a 1-D B a column,
+ * and transposing them means nothing); false when k or the batch dims do not match. alpha = 1. */
+bool ig__bmm_plan(int32_t ra, const int64_t *ad, int32_t rb, const int64_t *bd, bool ta, bool tb, ig_bmm_plan *p);
+/* Element offsets of batch entry bi in A and B. */
+void ig__bmm_offsets(const ig_bmm_plan *p, int64_t bi, int64_t *ao, int64_t *bo);
+/* The fp32 GEMM workspace of a plan: *slots slices of *slice_bytes (64-byte multiples when several).
+ * Small batched GEMMs run side by side, one per thread; a large one, or a folded batch, threads itself. */
+void ig__bmm_workspace(const ig_bmm_plan *p, size_t *slice_bytes, int64_t *slots);
 
 /* Called by the Conv kernel on its fp32 result y (Conv's output shape, row-major) before it is stored
  * in the output's dtype: FusedConv applies its epilogue here, so a float16 output is rounded once. */

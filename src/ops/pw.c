@@ -856,18 +856,6 @@ static void store_i64(ingot_dtype t, const int64_t *s, void *dst, int n) { STORE
 
 /* ---- fp32 instructions over arrays: the formulas of unary.c / binary.c ---- */
 
-static inline float mod_f32(float x, float y)
-{
-    float m = fmodf(x, y);
-    if (y == 0 || m != m) return m;
-    if (m != 0) {
-        if ((y < 0) != (m < 0)) m += y;
-    } else {
-        m = copysignf(0.0f, y);
-    }
-    return m;
-}
-
 #define SEL ig__self
 static void op_f32(int code, const float *restrict A, const float *restrict B, const float *restrict C, float k,
                    float k2, float *restrict Y, int n)
@@ -942,7 +930,7 @@ static void op_f32(int code, const float *restrict A, const float *restrict B, c
     case IG_PW_MUL: L2(x * y)
     case IG_PW_DIV: L2(x / y)
     case IG_PW_POW: L2(y == 2.0f ? x * x : powf(x, y))
-    case IG_PW_MOD: L2(mod_f32(x, y))
+    case IG_PW_MOD: L2(ig__mod_f32(x, y))
     case IG_PW_FMOD: L2(fmodf(x, y))
     case IG_PW_MAX: L2((x > y || x != x) ? x : y) /* NaN propagates */
     case IG_PW_MIN: L2((x < y || x != x) ? x : y)
@@ -969,18 +957,6 @@ static void op_f32(int code, const float *restrict A, const float *restrict B, c
 }
 
 /* ---- int64 instructions: wrapping arithmetic, division and Mod by 0 give 0 (binary.c) ---- */
-
-static int64_t ipow_s(int64_t x, int64_t e)
-{
-    if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x, u = (uint64_t)e;
-    while (u) {
-        if (u & 1) r *= b;
-        b *= b;
-        u >>= 1;
-    }
-    return (int64_t)r;
-}
 
 static inline int64_t op_i64_1(int code, int64_t x, int64_t y, int64_t z, int64_t k, int64_t k2)
 {
@@ -1010,7 +986,7 @@ static inline int64_t op_i64_1(int code, int64_t x, int64_t y, int64_t z, int64_
         return r;
     }
     case IG_PW_FMOD: return (y == 0 || y == -1) ? 0 : x % y;
-    case IG_PW_POW: return ipow_s(x, y);
+    case IG_PW_POW: return ig__ipow_s(x, y);
     case IG_PW_MAX: return x > y ? x : y;
     case IG_PW_MIN: return x < y ? x : y;
     case IG_PW_PRELU: return x < 0 ? (int64_t)((uint64_t)x * (uint64_t)y) : x;

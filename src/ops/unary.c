@@ -9,6 +9,7 @@
  * before writing element i, so output 0 may share input 0's bytes (IG_OP_INPLACE).
  */
 #include "op.h"
+#include "ops_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -37,37 +38,6 @@ static void f16_store(const float *s, uint16_t *d, int64_t n)
 static void bf16_store(const float *s, uint16_t *d, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) d[i] = ig__f32_to_bf16(s[i]);
-}
-
-/* double -> float rounded to odd: truncate toward zero and set the last bit when inexact. A later
- * round-to-nearest-even to a format with at least two fewer significand bits (fp16, bf16) then gives
- * the correctly rounded result, which double -> float -> half (two roundings) does not always. */
-static float f64_to_f32_odd(double d)
-{
-    float f = (float)d;
-    if (isnan(d) || (double)f == d) return f;
-    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    b |= 1;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-/* float -> integer: truncation toward zero. ONNX leaves out-of-range values undefined; ingot maps NaN
- * to 0, saturates at the int64 range and then wraps to the target width (what x86 and numpy do for
- * values inside the int32 range). */
-static inline int64_t f2i64(double v)
-{
-    if (v != v) return 0;
-    if (v >= 9223372036854775808.0) return INT64_MAX;
-    if (v < -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-static inline uint64_t f2u64(double v)
-{
-    if (v >= 9223372036854775808.0) return v < 18446744073709551616.0 ? (uint64_t)v : UINT64_MAX;
-    return (uint64_t)f2i64(v);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -211,97 +181,21 @@ typedef struct uparams {
  * ~10-20 ns an element); errors stay within a few ulp (exp ~1, tanh and erf < 4e-7 absolute and
  * relative), well inside the tolerances fp32 results are held to. float64 keeps libm. */
 
-/* Branch-free selects. A plain `c ? a : b` on floats makes GCC sink a's or b's arithmetic into a
- * branch, which (trapping math being the default) it then refuses to vectorise. */
-static inline float self(bool c, float a, float b)
-{
-    uint32_t ua, ub, m = 0u - (uint32_t)c;
-    memcpy(&ua, &a, 4);
-    memcpy(&ub, &b, 4);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, 4);
-    return a;
-}
 static inline double seld(bool c, double a, double b) { return c ? a : b; }
 
-static inline float pow2i(int32_t k)
-{
-    uint32_t b = (uint32_t)(k + 127) << 23;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-static inline float fast_expf(float x)
-{
-    /* e^x = 2^k * e^r, |r| <= ln2/2, e^r by its degree-7 Taylor polynomial. x is clamped to
-     * [-104, 89] first, so 2^k (applied in two halves to stay normal) under/overflows to 0/inf on
-     * its own; NaN is kept aside (converting it to int would be undefined). */
-    bool nan = x != x;
-    float xc = self(nan, 0.0f, self(x < -104.0f, -104.0f, self(x > 89.0f, 89.0f, x)));
-    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    float r = xc - kf * 0.693145751953125f - kf * 1.42860682030941723e-6f;
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    int32_t k = (int32_t)kf, k1 = k / 2;
-    float e = p * pow2i(k1) * pow2i(k - k1);
-    return self(nan, x, e);
-}
-
-/* tanh and erf: odd rational minimax approximations x*P(x^2)/Q(x^2) on a clamped range (the ones
- * Eigen uses for float); beyond the clamp the functions are +-1 in float. */
-static inline float fast_tanhf(float x)
-{
-    const float lim = 7.90531110763549805f;
-    float xc = self(x < -lim, -lim, self(x > lim, lim, x));
-    float x2 = xc * xc;
-    float p = -2.76076847742355e-16f;
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 + -8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    float q = 1.19825839466702e-06f;
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    float t = xc * p / q;
-    return self(fabsf(x) < 0.0004f, x, t); /* tiny |x|: tanh(x) = x in float */
-}
-
-static inline float fast_erff(float x)
-{
-    float xc = self(x < -4.0f, -4.0f, self(x > 4.0f, 4.0f, x)); /* erf(4) = 1 in float; NaN passes */
-    float x2 = xc * xc;
-    float p = -2.72614225801306e-10f;
-    p = p * x2 + 2.77068142495902e-08f;
-    p = p * x2 + -2.10102402082508e-06f;
-    p = p * x2 + -5.69250639462346e-05f;
-    p = p * x2 + -7.34990630326855e-04f;
-    p = p * x2 + -2.95459980854025e-03f;
-    p = p * x2 + -1.60960333262415e-02f;
-    float q = -1.45660718464996e-05f;
-    q = q * x2 + -2.13374055278905e-04f;
-    q = q * x2 + -1.68282697438203e-03f;
-    q = q * x2 + -7.37332916720468e-03f;
-    q = q * x2 + -1.42647390514189e-02f;
-    return xc * p / q;
-}
-
+#define fast_expf   ig__fast_expf
+#define fast_tanhf  ig__fast_tanhf
+#define fast_erff   ig__fast_erff
 #define fast_sqrtf  sqrtf
 #define fast_logf   logf
 #define fast_fabsf  fabsf
 #define fast_log1pf log1pf
 #define FN_F32(fn)  fast_##fn##f
 #define FN_F64(fn)  fn
-static void unary_f32(const uparams *p, const float *x, float *y, int64_t n) { UNARY_FLOAT_BODY(float, FN_F32, self) }
+static void unary_f32(const uparams *p, const float *x, float *y, int64_t n)
+{
+    UNARY_FLOAT_BODY(float, FN_F32, ig__self)
+}
 static void unary_f64(const uparams *p, const double *x, double *y, int64_t n){UNARY_FLOAT_BODY(double, FN_F64, seld)}
 
 /* Integer kernels: Neg, Abs, Relu, Clip. WU is the unsigned type the arithmetic wraps in. */
@@ -868,9 +762,9 @@ static ingot_status cast_infer(ig_infer *cx)
 
 #define ID(v)          (v)
 #define TO_F32_CAST(v) ((float)(v))
-#define F2I(v)         f2i64((double)(v))
-#define F2U(v)         f2u64((double)(v))
-#define I2HALF(v)      f64_to_f32_odd((double)(v))
+#define F2I(v)         ig__f2i64((double)(v))
+#define F2U(v)         ig__f2u64((double)(v))
+#define I2HALF(v)      ig__f64_to_f32_odd((double)(v))
 
 static void store_from_f32(ingot_dtype t, const float *s, void *dst, int64_t off, int64_t n)
 {
@@ -878,7 +772,7 @@ static void store_from_f32(ingot_dtype t, const float *s, void *dst, int64_t off
 }
 static void store_from_f64(ingot_dtype t, const double *s, void *dst, int64_t off, int64_t n)
 {
-    STORE_CASES(s, F2I, F2U, TO_F32_CAST, f64_to_f32_odd)
+    STORE_CASES(s, F2I, F2U, TO_F32_CAST, ig__f64_to_f32_odd)
 }
 /* Integers wrap to the target width (two's complement, as C compilers and numpy do). */
 static void store_from_i64(ingot_dtype t, const int64_t *s, void *dst, int64_t off, int64_t n)

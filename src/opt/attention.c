@@ -32,20 +32,6 @@ typedef struct att_match {
     int32_t nodes[MAX_NODES];
 } att_match;
 
-/* The live node producing v, -1 when none. */
-static int32_t producer(const ig_graph *g, int32_t v)
-{
-    int32_t p = v >= 0 ? g->values[v].producer : -1;
-    return p >= 0 && !g->nodes[p].dead ? p : -1;
-}
-
-static bool is(const ig_graph *g, int32_t id, int32_t op)
-{
-    return id >= 0 && !g->nodes[id].dead && g->nodes[id].op == op;
-}
-
-static int32_t out0(const ig_graph *g, int32_t id) { return g->nodes[id].outputs[0]; }
-
 static void take(att_match *m, int32_t id) { m->nodes[m->n++] = id; }
 
 static bool float_type(ingot_dtype t)
@@ -57,7 +43,7 @@ static bool float_type(ingot_dtype t)
 static bool scales(const ig_opt_ctx *cx, int32_t id, int32_t x, double *f)
 {
     const ig_graph *g = cx->g;
-    if (!(is(g, id, IG_OP_mul) || is(g, id, IG_OP_div)) || g->nodes[id].n_inputs != 2) return false;
+    if (!(ig__opt_is(g, id, IG_OP_mul) || ig__opt_is(g, id, IG_OP_div)) || g->nodes[id].n_inputs != 2) return false;
     const ig_node *n = &g->nodes[id];
     int32_t c = ig__opt_other_input(n, x), rank = g->values[x].shape.rank;
     double k;
@@ -92,8 +78,8 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t mm, att_match 
     *m = (att_match){.q = n->inputs[0], .kt = n->inputs[1], .v = -1, .mask = -1, .scale = 1};
     double f;
     for (int side = 0; side < 2; side++) {
-        int32_t *x = side ? &m->kt : &m->q, pn = producer(g, *x);
-        if (pn < 0 || ig__uses_sole(u, *x) != mm || !is(g, pn, IG_OP_mul)) continue;
+        int32_t *x = side ? &m->kt : &m->q, pn = ig__opt_producer(g, *x);
+        if (pn < 0 || ig__uses_sole(u, *x) != mm || !ig__opt_is(g, pn, IG_OP_mul)) continue;
         for (int k = 0; k < 2; k++) {
             int32_t src = g->nodes[pn].inputs[k];
             if (src >= 0 && scales(cx, pn, src, &f)) {
@@ -105,27 +91,27 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t mm, att_match 
         }
     }
     take(m, mm);
-    int32_t s = out0(g, mm), c = ig__uses_sole(u, s);
+    int32_t s = ig__opt_out0(g, mm), c = ig__uses_sole(u, s);
     if (c >= 0 && scales(cx, c, s, &f)) {
         m->scale *= f;
         take(m, c);
-        s = out0(g, c);
+        s = ig__opt_out0(g, c);
         c = ig__uses_sole(u, s);
     }
-    if (is(g, c, IG_OP_add) && g->nodes[c].n_inputs == 2) {
+    if (ig__opt_is(g, c, IG_OP_add) && g->nodes[c].n_inputs == 2) {
         int32_t mask = ig__opt_other_input(&g->nodes[c], s);
         const ig_shape *ss = &g->values[s].shape;
         if (mask < 0 || mask == s || !ig__opt_mask_fits(&g->values[mask].shape, ss) ||
-            !ig__opt_shape_eq(&g->values[out0(g, c)].shape, ss) || !float_type(g->values[mask].dtype))
+            !ig__opt_shape_eq(&g->values[ig__opt_out0(g, c)].shape, ss) || !float_type(g->values[mask].dtype))
             return false;
         m->mask = mask;
         take(m, c);
-        s = out0(g, c);
+        s = ig__opt_out0(g, c);
         c = ig__uses_sole(u, s);
     }
-    if (!is(g, c, IG_OP_softmax) || !ig__opt_softmax_last(&g->nodes[c], g->values[s].shape.rank)) return false;
+    if (!ig__opt_is(g, c, IG_OP_softmax) || !ig__opt_softmax_last(&g->nodes[c], g->values[s].shape.rank)) return false;
     take(m, c);
-    int32_t p = out0(g, c), guard[2];
+    int32_t p = ig__opt_out0(g, c), guard[2];
     int32_t pg = ig__opt_nan_guard(cx, u, p, guard);
     if (pg >= 0) {
         m->nan_to_zero = true;
@@ -134,14 +120,14 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t mm, att_match 
         p = pg;
     }
     int32_t mm2 = ig__uses_sole(u, p);
-    if (!is(g, mm2, IG_OP_matmul) || g->nodes[mm2].n_inputs != 2 || g->nodes[mm2].inputs[0] != p ||
+    if (!ig__opt_is(g, mm2, IG_OP_matmul) || g->nodes[mm2].n_inputs != 2 || g->nodes[mm2].inputs[0] != p ||
         g->nodes[mm2].inputs[1] == p || g->nodes[mm2].inputs[1] < 0)
         return false;
     m->v = g->nodes[mm2].inputs[1];
     take(m, mm2);
     /* V and the mask come from outside the pattern (its values are read only inside it) */
     for (int32_t i = 0; i < m->n; i++) {
-        int32_t o = out0(g, m->nodes[i]);
+        int32_t o = ig__opt_out0(g, m->nodes[i]);
         if (o == m->v || o == m->mask || o == m->q || o == m->kt) return false;
     }
     return operands_fit(g, m);
@@ -152,39 +138,27 @@ static ingot_status make_attention(ig_opt_ctx *cx, const att_match *m)
     ig_graph *g = cx->g;
     for (int32_t i = 0; i < m->n; i++)
         if (g->nodes[m->nodes[i]].dead) return INGOT_OK; /* defensive: patterns share no node */
-    int32_t last = m->nodes[m->n - 1], y = out0(g, last);
+    int32_t last = m->nodes[m->n - 1], y = ig__opt_out0(g, last);
     int32_t id = ig__opt_add_node(cx, g->nodes[last].name, "Attention", "ingot", 1, m->mask >= 0 ? 4 : 3, 1, 3);
     if (id < 0) return cx->err->status;
     ig_node *n = &g->nodes[id];
     ingot_status st;
     if ((st = ig__node_set_float(g, n, 0, "scale", (float)m->scale, cx->err)) != INGOT_OK ||
         (st = ig__node_set_int(g, n, 1, "k_transposed", 1, cx->err)) != INGOT_OK ||
-        (st = ig__node_set_int(g, n, 2, "nan_to_zero", m->nan_to_zero, cx->err)) != INGOT_OK ||
-        (st = ig__opt_set_covers(cx, id, m->nodes, m->n)) != INGOT_OK)
+        (st = ig__node_set_int(g, n, 2, "nan_to_zero", m->nan_to_zero, cx->err)) != INGOT_OK)
         return st;
-    n = &g->nodes[id];
     n->inputs[0] = m->q;
     n->inputs[1] = m->kt;
     n->inputs[2] = m->v;
     if (m->mask >= 0) n->inputs[3] = m->mask;
-    for (int32_t i = 0; i < m->n; i++) ig__graph_remove_node(g, m->nodes[i]);
-    ig__opt_set_output(g, id, 0, y);
-    cx->n_rewrites++;
-    return INGOT_OK;
+    return ig__opt_replace(cx, id, m->nodes, m->n, y);
 }
 
-ingot_status ig__opt_pass_attention(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    int32_t n0 = g->n_nodes;
-    for (int32_t id = 0; id < n0 && st == INGOT_OK; id++) {
-        if (!is(g, id, IG_OP_matmul)) continue;
-        att_match m;
-        if (match(cx, &u, id, &m)) st = make_attention(cx, &m);
-    }
-    ig__uses_free(&u);
-    return st;
+    if (!ig__opt_is(cx->g, id, IG_OP_matmul)) return INGOT_OK;
+    att_match m;
+    return match(cx, &w->u, id, &m) ? make_attention(cx, &m) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_attention(ig_opt_ctx *cx) { return ig__opt_walk(cx, false, visit); }

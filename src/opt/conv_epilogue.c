@@ -61,32 +61,21 @@ static ingot_status make_fused(ig_opt_ctx *cx, int32_t ci, ig_opt_group *gr, int
     return INGOT_OK;
 }
 
-ingot_status ig__opt_pass_conv_epilogue(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t ci)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    int32_t *pos = NULL, cap = 0;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    if ((st = ig__opt_order_pos(cx, &pos, &cap)) != INGOT_OK) goto out;
-    int32_t n0 = g->n_nodes;
-    for (int32_t k = 0; k < n0 && st == INGOT_OK; k++) {
-        int32_t ci = g->order[k];
-        if (!conv_ok(cx, &g->nodes[ci])) continue;
-        int32_t y = g->nodes[ci].outputs[0];
-        ig_opt_group gr = {.anchor = ci,
-                           .int_math = false,
-                           .max_in = IG_PW_MAX_IN - 1,
-                           .max_ops = IG_PW_MAX_OPS - 1,
-                           .dtype = g->values[y].dtype,
-                           .shape = g->values[y].shape,
-                           .n_fixed = 1,
-                           .seed = y};
-        gr.in[0] = y;
-        if (ig__opt_group_grow(cx, &u, pos, &gr) > 0) st = make_fused(cx, ci, &gr, pos, cap);
-    }
-out:
-    ig__free(pos);
-    ig__uses_free(&u);
-    return st;
+    const ig_graph *g = cx->g;
+    if (!conv_ok(cx, &g->nodes[ci])) return INGOT_OK;
+    int32_t y = g->nodes[ci].outputs[0];
+    ig_opt_group gr = {.anchor = ci,
+                       .int_math = false,
+                       .max_in = IG_PW_MAX_IN - 1,
+                       .max_ops = IG_PW_MAX_OPS - 1,
+                       .dtype = g->values[y].dtype,
+                       .shape = g->values[y].shape,
+                       .n_fixed = 1,
+                       .seed = y};
+    gr.in[0] = y;
+    return ig__opt_group_grow(cx, &w->u, w->pos, &gr) > 0 ? make_fused(cx, ci, &gr, w->pos, w->cap) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_conv_epilogue(ig_opt_ctx *cx) { return ig__opt_walk(cx, true, visit); }

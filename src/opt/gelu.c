@@ -26,22 +26,11 @@ typedef struct match {
     int32_t nodes[MAX_NODES];
 } match;
 
-/* The live node producing v, -1 when none. */
-static int32_t producer(const ig_graph *g, int32_t v)
-{
-    int32_t p = v >= 0 ? g->values[v].producer : -1;
-    return p >= 0 && !g->nodes[p].dead ? p : -1;
-}
-
-static bool is(const ig_graph *g, int32_t id, int32_t op) { return id >= 0 && g->nodes[id].op == op; }
-
-static int32_t out0(const ig_graph *g, int32_t id) { return g->nodes[id].outputs[0]; }
-
 /* Node id is Mul(v, k) (either order) with k within TOL of want; *other gets v's partner if v < 0. */
 static bool mul_const(const ig_opt_ctx *cx, int32_t id, int32_t v, double want, int32_t rank, int32_t *other)
 {
     const ig_graph *g = cx->g;
-    if (!is(g, id, IG_OP_mul)) return false;
+    if (!ig__opt_is(g, id, IG_OP_mul)) return false;
     const ig_node *n = &g->nodes[id];
     for (int s = 0; s < 2; s++) {
         int32_t a = n->inputs[s], k = n->inputs[1 - s];
@@ -57,7 +46,7 @@ static bool mul_const(const ig_opt_ctx *cx, int32_t id, int32_t v, double want, 
 static bool halves(const ig_opt_ctx *cx, int32_t id, int32_t v, int32_t rank)
 {
     const ig_graph *g = cx->g;
-    if (is(g, id, IG_OP_div))
+    if (ig__opt_is(g, id, IG_OP_div))
         return g->nodes[id].inputs[0] == v && ig__opt_scalar_near(cx, g->nodes[id].inputs[1], rank, 2.0, TOL);
     return mul_const(cx, id, v, 0.5, rank, NULL);
 }
@@ -65,7 +54,7 @@ static bool halves(const ig_opt_ctx *cx, int32_t id, int32_t v, int32_t rank)
 /* Node id is Mul of a and b, in either order. */
 static bool mul_of(const ig_graph *g, int32_t id, int32_t a, int32_t b)
 {
-    if (!is(g, id, IG_OP_mul)) return false;
+    if (!ig__opt_is(g, id, IG_OP_mul)) return false;
     const ig_node *n = &g->nodes[id];
     return (n->inputs[0] == a && n->inputs[1] == b) || (n->inputs[0] == b && n->inputs[1] == a);
 }
@@ -79,28 +68,28 @@ static bool match_tail(const ig_opt_ctx *cx, const ig_uses *u, int32_t x, int32_
     int32_t n1 = ig__uses_sole(u, p);
     if (n1 < 0) return false;
     if (mul_of(g, n1, x, p)) { /* (x * p) * 0.5 */
-        int32_t n2 = ig__uses_sole(u, out0(g, n1));
-        if (!halves(cx, n2, out0(g, n1), rank)) return false;
+        int32_t n2 = ig__uses_sole(u, ig__opt_out0(g, n1));
+        if (!halves(cx, n2, ig__opt_out0(g, n1), rank)) return false;
         take(m, n1);
         take(m, n2);
-        m->y = out0(g, n2);
+        m->y = ig__opt_out0(g, n2);
         return true;
     }
     if (halves(cx, n1, p, rank)) { /* x * (p * 0.5) */
-        int32_t n2 = ig__uses_sole(u, out0(g, n1));
-        if (!mul_of(g, n2, x, out0(g, n1))) return false;
+        int32_t n2 = ig__uses_sole(u, ig__opt_out0(g, n1));
+        if (!mul_of(g, n2, x, ig__opt_out0(g, n1))) return false;
         take(m, n1);
         take(m, n2);
-        m->y = out0(g, n2);
+        m->y = ig__opt_out0(g, n2);
         return true;
     }
     /* (x * 0.5) * p */
-    int32_t h = ig__opt_other_input(&g->nodes[n1], p), hn = producer(g, h);
-    if (!is(g, n1, IG_OP_mul) || h == x || hn < 0 || ig__uses_sole(u, h) != n1 || !halves(cx, hn, x, rank))
+    int32_t h = ig__opt_other_input(&g->nodes[n1], p), hn = ig__opt_producer(g, h);
+    if (!ig__opt_is(g, n1, IG_OP_mul) || h == x || hn < 0 || ig__uses_sole(u, h) != n1 || !halves(cx, hn, x, rank))
         return false;
     take(m, hn);
     take(m, n1);
-    m->y = out0(g, n1);
+    m->y = ig__opt_out0(g, n1);
     return true;
 }
 
@@ -109,10 +98,10 @@ static bool match_one_plus(const ig_opt_ctx *cx, const ig_uses *u, int32_t fv, i
 {
     const ig_graph *g = cx->g;
     int32_t a = ig__uses_sole(u, fv);
-    if (!is(g, a, IG_OP_add) || !ig__opt_scalar_near(cx, ig__opt_other_input(&g->nodes[a], fv), rank, 1.0, TOL))
+    if (!ig__opt_is(g, a, IG_OP_add) || !ig__opt_scalar_near(cx, ig__opt_other_input(&g->nodes[a], fv), rank, 1.0, TOL))
         return false;
     take(m, a);
-    return match_tail(cx, u, m->x, out0(g, a), rank, m);
+    return match_tail(cx, u, m->x, ig__opt_out0(g, a), rank, m);
 }
 
 static bool float_x(const ig_graph *g, int32_t x)
@@ -124,7 +113,7 @@ static bool float_x(const ig_graph *g, int32_t x)
 static bool match_erf(const ig_opt_ctx *cx, const ig_uses *u, int32_t e, match *m)
 {
     const ig_graph *g = cx->g;
-    int32_t a = g->nodes[e].inputs[0], an = producer(g, a), x = -1;
+    int32_t a = g->nodes[e].inputs[0], an = ig__opt_producer(g, a), x = -1;
     if (an < 0 || ig__uses_sole(u, a) != e || g->nodes[an].n_inputs != 2) return false;
     const ig_node *s = &g->nodes[an];
     for (int k = 0; k < 2 && x < 0; k++) {
@@ -139,22 +128,23 @@ static bool match_erf(const ig_opt_ctx *cx, const ig_uses *u, int32_t e, match *
     m->n = 0;
     take(m, an);
     take(m, e);
-    return match_one_plus(cx, u, out0(g, e), g->values[x].shape.rank, m);
+    return match_one_plus(cx, u, ig__opt_out0(g, e), g->values[x].shape.rank, m);
 }
 
 /* c3 = x^3: Pow(x, 3), Mul(Mul(x, x), x) in either order. */
 static bool match_cube(const ig_opt_ctx *cx, const ig_uses *u, int32_t c3, int32_t x, int32_t rank, match *m)
 {
     const ig_graph *g = cx->g;
-    int32_t cn = producer(g, c3);
+    int32_t cn = ig__opt_producer(g, c3);
     if (cn < 0) return false;
     const ig_node *n = &g->nodes[cn];
-    if (is(g, cn, IG_OP_pow) && n->inputs[0] == x && ig__opt_scalar_near(cx, n->inputs[1], rank, 3.0, TOL)) {
+    if (ig__opt_is(g, cn, IG_OP_pow) && n->inputs[0] == x && ig__opt_scalar_near(cx, n->inputs[1], rank, 3.0, TOL)) {
         take(m, cn);
         return true;
     }
-    int32_t sq = ig__opt_other_input(n, x), sn = producer(g, sq);
-    if (!is(g, cn, IG_OP_mul) || sq == x || sn < 0 || ig__uses_sole(u, sq) != cn || !mul_of(g, sn, x, x)) return false;
+    int32_t sq = ig__opt_other_input(n, x), sn = ig__opt_producer(g, sq);
+    if (!ig__opt_is(g, cn, IG_OP_mul) || sq == x || sn < 0 || ig__uses_sole(u, sq) != cn || !mul_of(g, sn, x, x))
+        return false;
     take(m, sn);
     take(m, cn);
     return true;
@@ -164,13 +154,13 @@ static bool match_cube(const ig_opt_ctx *cx, const ig_uses *u, int32_t c3, int32
 static bool match_tanh(const ig_opt_ctx *cx, const ig_uses *u, int32_t t, match *m)
 {
     const ig_graph *g = cx->g;
-    int32_t uv = g->nodes[t].inputs[0], un = producer(g, uv), s = -1;
+    int32_t uv = g->nodes[t].inputs[0], un = ig__opt_producer(g, uv), s = -1;
     if (un < 0 || ig__uses_sole(u, uv) != t || !mul_const(cx, un, -1, 0.7978845608028654, IG_MAX_RANK, &s))
         return false;
-    int32_t sn = producer(g, s);
-    if (!is(g, sn, IG_OP_add) || ig__uses_sole(u, s) != un) return false;
+    int32_t sn = ig__opt_producer(g, s);
+    if (!ig__opt_is(g, sn, IG_OP_add) || ig__uses_sole(u, s) != un) return false;
     for (int k = 0; k < 2; k++) {
-        int32_t x = g->nodes[sn].inputs[k], q = g->nodes[sn].inputs[1 - k], qn = producer(g, q), c3 = -1;
+        int32_t x = g->nodes[sn].inputs[k], q = g->nodes[sn].inputs[1 - k], qn = ig__opt_producer(g, q), c3 = -1;
         if (!float_x(g, x) || qn < 0 || ig__uses_sole(u, q) != sn) continue;
         int32_t rank = g->values[x].shape.rank;
         if (!ig__opt_scalar_near(cx, ig__opt_other_input(&g->nodes[un], s), rank, 0.7978845608028654, TOL)) continue;
@@ -182,7 +172,7 @@ static bool match_tanh(const ig_opt_ctx *cx, const ig_uses *u, int32_t t, match 
         take(m, sn);
         take(m, un);
         take(m, t);
-        if (match_one_plus(cx, u, out0(g, t), rank, m)) return true;
+        if (match_one_plus(cx, u, ig__opt_out0(g, t), rank, m)) return true;
     }
     return false;
 }
@@ -197,30 +187,18 @@ static ingot_status make_gelu(ig_opt_ctx *cx, const match *m, const char *approx
     if (id < 0) return cx->err->status;
     ingot_status st;
     if ((st = ig__node_set_string(g, &g->nodes[id], 0, "approximate", approximate, cx->err)) != INGOT_OK) return st;
-    if ((st = ig__opt_set_covers(cx, id, m->nodes, m->n)) != INGOT_OK) return st;
     g->nodes[id].inputs[0] = m->x;
-    for (int32_t i = 0; i < m->n; i++) ig__graph_remove_node(g, m->nodes[i]);
-    ig__opt_set_output(g, id, 0, m->y);
-    cx->n_rewrites++;
+    return ig__opt_replace(cx, id, m->nodes, m->n, m->y);
+}
+
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
+{
+    const ig_node *n = &cx->g->nodes[id];
+    if (n->dead || n->n_inputs < 1 || n->inputs[0] < 0) return INGOT_OK;
+    match m = {.x = -1, .y = -1};
+    if (n->op == IG_OP_erf && match_erf(cx, &w->u, id, &m)) return make_gelu(cx, &m, "none");
+    if (n->op == IG_OP_tanh && match_tanh(cx, &w->u, id, &m)) return make_gelu(cx, &m, "tanh");
     return INGOT_OK;
 }
 
-ingot_status ig__opt_pass_gelu(ig_opt_ctx *cx)
-{
-    ig_graph *g = cx->g;
-    ig_uses u;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    int32_t n0 = g->n_nodes;
-    for (int32_t id = 0; id < n0 && st == INGOT_OK; id++) {
-        const ig_node *n = &g->nodes[id];
-        if (n->dead || n->n_inputs < 1 || n->inputs[0] < 0) continue;
-        match m = {.x = -1, .y = -1};
-        if (n->op == IG_OP_erf && match_erf(cx, &u, id, &m))
-            st = make_gelu(cx, &m, "none");
-        else if (n->op == IG_OP_tanh && match_tanh(cx, &u, id, &m))
-            st = make_gelu(cx, &m, "tanh");
-    }
-    ig__uses_free(&u);
-    return st;
-}
+ingot_status ig__opt_pass_gelu(ig_opt_ctx *cx) { return ig__opt_walk(cx, false, visit); }

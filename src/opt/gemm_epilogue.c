@@ -182,44 +182,33 @@ static ingot_status make_fused(ig_opt_ctx *cx, const mm_match *m, ig_opt_group *
     return INGOT_OK;
 }
 
-ingot_status ig__opt_pass_gemm_epilogue(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    int32_t *pos = NULL, cap = 0;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    if ((st = ig__opt_order_pos(cx, &pos, &cap)) != INGOT_OK) goto out;
-    int32_t n0 = g->n_nodes;
-    for (int32_t k = 0; k < n0 && st == INGOT_OK; k++) {
-        mm_match m;
-        if (!anchor_of(cx, g->order[k], &m)) continue;
-        absorb(cx, &u, &m);
-        const ig_value *y = &g->values[m.y];
-        ig_opt_group gr = {.anchor = m.node,
-                           .int_math = false,
-                           .max_in = IG_PW_MAX_IN - 1,
-                           .max_ops = IG_PW_MAX_OPS - 1,
-                           .dtype = y->dtype,
-                           .shape = y->shape,
-                           .n_fixed = 1,
-                           .seed = m.y};
-        gr.in[0] = m.y;
-        if (m.c_extra >= 0) { /* acc + beta * C first */
-            gr.n_fixed = 2;
-            gr.in[1] = m.c_extra;
-            gr.has_pre = true;
-            if (m.beta == 1)
-                gr.pre = (ig_pw_inst){IG_PW_ADD, 0, 1, IG_PW_NONE, 0, 0};
-            else
-                gr.pre = (ig_pw_inst){IG_PW_MULADD, 1, IG_PW_K, 0, (float)m.beta, 0};
-        }
-        /* a Gemm or MatMul with nothing after it gains nothing from the rewrite */
-        int32_t n = ig__opt_group_grow(cx, &u, pos, &gr);
-        if (n > 0 || (n == 0 && m.n_absorbed > 0)) st = make_fused(cx, &m, &gr, pos, cap);
+    mm_match m;
+    if (!anchor_of(cx, id, &m)) return INGOT_OK;
+    absorb(cx, &w->u, &m);
+    const ig_value *y = &cx->g->values[m.y];
+    ig_opt_group gr = {.anchor = m.node,
+                       .int_math = false,
+                       .max_in = IG_PW_MAX_IN - 1,
+                       .max_ops = IG_PW_MAX_OPS - 1,
+                       .dtype = y->dtype,
+                       .shape = y->shape,
+                       .n_fixed = 1,
+                       .seed = m.y};
+    gr.in[0] = m.y;
+    if (m.c_extra >= 0) { /* acc + beta * C first */
+        gr.n_fixed = 2;
+        gr.in[1] = m.c_extra;
+        gr.has_pre = true;
+        if (m.beta == 1)
+            gr.pre = (ig_pw_inst){IG_PW_ADD, 0, 1, IG_PW_NONE, 0, 0};
+        else
+            gr.pre = (ig_pw_inst){IG_PW_MULADD, 1, IG_PW_K, 0, (float)m.beta, 0};
     }
-out:
-    ig__free(pos);
-    ig__uses_free(&u);
-    return st;
+    /* a Gemm or MatMul with nothing after it gains nothing from the rewrite */
+    int32_t n = ig__opt_group_grow(cx, &w->u, w->pos, &gr);
+    return n > 0 || (n == 0 && m.n_absorbed > 0) ? make_fused(cx, &m, &gr, w->pos, w->cap) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_gemm_epilogue(ig_opt_ctx *cx) { return ig__opt_walk(cx, true, visit); }

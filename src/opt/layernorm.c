@@ -21,25 +21,11 @@
 
 #define TOL 1e-3
 
-/* The live node producing v, -1 when none. */
-static int32_t producer(const ig_graph *g, int32_t v)
-{
-    int32_t p = v >= 0 ? g->values[v].producer : -1;
-    return p >= 0 && !g->nodes[p].dead ? p : -1;
-}
-
-static bool is(const ig_graph *g, int32_t id, int32_t op)
-{
-    return id >= 0 && !g->nodes[id].dead && g->nodes[id].op == op;
-}
-
-static int32_t out0(const ig_graph *g, int32_t id) { return g->nodes[id].outputs[0]; }
-
 /* ReduceMean of `in` over the last of `rank` axes only, keeping dims. */
 static bool mean_last(const ig_opt_ctx *cx, int32_t id, int32_t in, int32_t rank)
 {
     const ig_graph *g = cx->g;
-    if (!is(g, id, IG_OP_reduce_mean)) return false;
+    if (!ig__opt_is(g, id, IG_OP_reduce_mean)) return false;
     const ig_node *n = &g->nodes[id];
     if (n->inputs[0] != in || ig__attr_int(n, "keepdims", 1) != 1) return false;
     int64_t axis;
@@ -83,23 +69,23 @@ static void take(match *m, int32_t id) { m->nodes[m->n++] = id; }
 static bool squares(const ig_opt_ctx *cx, int32_t id, int32_t d, int32_t rank)
 {
     const ig_graph *g = cx->g;
-    if (is(g, id, IG_OP_pow))
+    if (ig__opt_is(g, id, IG_OP_pow))
         return g->nodes[id].inputs[0] == d && ig__opt_scalar_near(cx, g->nodes[id].inputs[1], rank, 2.0, TOL);
-    return is(g, id, IG_OP_mul) && g->nodes[id].inputs[0] == d && g->nodes[id].inputs[1] == d;
+    return ig__opt_is(g, id, IG_OP_mul) && g->nodes[id].inputs[0] == d && g->nodes[id].inputs[1] == d;
 }
 
 /* The normalisation n = d / s: Div(d, s) or Mul(d, Reciprocal(s)). */
 static bool divides(const ig_opt_ctx *cx, const ig_uses *u, int32_t id, int32_t d, int32_t s, match *m)
 {
     const ig_graph *g = cx->g;
-    if (is(g, id, IG_OP_div)) {
+    if (ig__opt_is(g, id, IG_OP_div)) {
         if (g->nodes[id].inputs[0] != d || g->nodes[id].inputs[1] != s || ig__uses_sole(u, s) != id) return false;
         take(m, id);
         return true;
     }
-    if (!is(g, id, IG_OP_mul)) return false;
-    int32_t r = ig__opt_other_input(&g->nodes[id], d), rn = producer(g, r);
-    if (r == d || !is(g, rn, IG_OP_reciprocal) || g->nodes[rn].inputs[0] != s) return false;
+    if (!ig__opt_is(g, id, IG_OP_mul)) return false;
+    int32_t r = ig__opt_other_input(&g->nodes[id], d), rn = ig__opt_producer(g, r);
+    if (r == d || !ig__opt_is(g, rn, IG_OP_reciprocal) || g->nodes[rn].inputs[0] != s) return false;
     if (ig__uses_sole(u, s) != rn || ig__uses_sole(u, r) != id) return false;
     take(m, rn);
     take(m, id);
@@ -114,24 +100,24 @@ static bool match_ln(const ig_opt_ctx *cx, const ig_uses *u, int32_t r1, match *
     const ig_value *xv = &g->values[x];
     int32_t rank = xv->shape.rank;
     if (rank < 1 || !ig__dtype_is_float(xv->dtype) || !mean_last(cx, r1, x, rank)) return false;
-    int32_t mean = out0(g, r1), sub = ig__uses_sole(u, mean);
-    if (!is(g, sub, IG_OP_sub) || g->nodes[sub].inputs[0] != x || g->nodes[sub].inputs[1] != mean) return false;
-    int32_t d = out0(g, sub);
+    int32_t mean = ig__opt_out0(g, r1), sub = ig__uses_sole(u, mean);
+    if (!ig__opt_is(g, sub, IG_OP_sub) || g->nodes[sub].inputs[0] != x || g->nodes[sub].inputs[1] != mean) return false;
+    int32_t d = ig__opt_out0(g, sub);
     if (u->is_output[d] || ig__uses_count(u, d) != 2) return false;
     int32_t c0 = u->node[u->off[d]], c1 = u->node[u->off[d] + 1];
     int32_t sq = squares(cx, c0, d, rank) ? c0 : squares(cx, c1, d, rank) ? c1 : -1;
     if (sq < 0) return false;
     int32_t nrm = sq == c0 ? c1 : c0;
-    int32_t r2 = ig__uses_sole(u, out0(g, sq));
-    if (!mean_last(cx, r2, out0(g, sq), rank)) return false;
-    int32_t add = ig__uses_sole(u, out0(g, r2));
-    if (!is(g, add, IG_OP_add)) return false;
-    int32_t epsv = ig__opt_other_input(&g->nodes[add], out0(g, r2));
-    if (epsv == out0(g, r2) || !ig__opt_const_scalar(cx, epsv, &m->eps) || g->values[epsv].c.rank > rank ||
+    int32_t r2 = ig__uses_sole(u, ig__opt_out0(g, sq));
+    if (!mean_last(cx, r2, ig__opt_out0(g, sq), rank)) return false;
+    int32_t add = ig__uses_sole(u, ig__opt_out0(g, r2));
+    if (!ig__opt_is(g, add, IG_OP_add)) return false;
+    int32_t epsv = ig__opt_other_input(&g->nodes[add], ig__opt_out0(g, r2));
+    if (epsv == ig__opt_out0(g, r2) || !ig__opt_const_scalar(cx, epsv, &m->eps) || g->values[epsv].c.rank > rank ||
         !(m->eps >= 0))
         return false;
-    int32_t sqrt_n = ig__uses_sole(u, out0(g, add));
-    if (!is(g, sqrt_n, IG_OP_sqrt)) return false;
+    int32_t sqrt_n = ig__uses_sole(u, ig__opt_out0(g, add));
+    if (!ig__opt_is(g, sqrt_n, IG_OP_sqrt)) return false;
     m->n = 0;
     take(m, r1);
     take(m, sub);
@@ -139,26 +125,26 @@ static bool match_ln(const ig_opt_ctx *cx, const ig_uses *u, int32_t r1, match *
     take(m, r2);
     take(m, add);
     take(m, sqrt_n);
-    if (!divides(cx, u, nrm, d, out0(g, sqrt_n), m)) return false;
+    if (!divides(cx, u, nrm, d, ig__opt_out0(g, sqrt_n), m)) return false;
     m->x = x;
-    m->y = out0(g, nrm);
+    m->y = ig__opt_out0(g, nrm);
     m->gamma = m->beta = -1;
     int32_t next = ig__uses_sole(u, m->y);
-    if (is(g, next, IG_OP_mul)) {
+    if (ig__opt_is(g, next, IG_OP_mul)) {
         int32_t p = ig__opt_other_input(&g->nodes[next], m->y);
         if (p != m->y && param_of(cx, p, xv)) {
             m->gamma = p;
             take(m, next);
-            m->y = out0(g, next);
+            m->y = ig__opt_out0(g, next);
             next = ig__uses_sole(u, m->y);
         }
     }
-    if (is(g, next, IG_OP_add)) {
+    if (ig__opt_is(g, next, IG_OP_add)) {
         int32_t p = ig__opt_other_input(&g->nodes[next], m->y);
         if (p != m->y && param_of(cx, p, xv)) {
             m->beta = p;
             take(m, next);
-            m->y = out0(g, next);
+            m->y = ig__opt_out0(g, next);
         }
     }
     return true;
@@ -202,31 +188,19 @@ static ingot_status make_ln(ig_opt_ctx *cx, const match *m)
     if (id < 0) return cx->err->status;
     ig_node *n = &g->nodes[id];
     if ((st = ig__node_set_int(g, n, 0, "axis", -1, cx->err)) != INGOT_OK ||
-        (st = ig__node_set_float(g, n, 1, "epsilon", (float)m->eps, cx->err)) != INGOT_OK ||
-        (st = ig__opt_set_covers(cx, id, m->nodes, m->n)) != INGOT_OK)
+        (st = ig__node_set_float(g, n, 1, "epsilon", (float)m->eps, cx->err)) != INGOT_OK)
         return st;
-    n = &g->nodes[id];
     n->inputs[0] = m->x;
     n->inputs[1] = scale;
     if (bias >= 0) n->inputs[2] = bias;
-    for (int32_t i = 0; i < m->n; i++) ig__graph_remove_node(g, m->nodes[i]);
-    ig__opt_set_output(g, id, 0, m->y);
-    cx->n_rewrites++;
-    return INGOT_OK;
+    return ig__opt_replace(cx, id, m->nodes, m->n, m->y);
 }
 
-ingot_status ig__opt_pass_layernorm(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    int32_t n0 = g->n_nodes;
-    for (int32_t id = 0; id < n0 && st == INGOT_OK; id++) {
-        if (!is(g, id, IG_OP_reduce_mean) || g->nodes[id].inputs[0] < 0) continue;
-        match m;
-        if (match_ln(cx, &u, id, &m)) st = make_ln(cx, &m);
-    }
-    ig__uses_free(&u);
-    return st;
+    if (!ig__opt_is(cx->g, id, IG_OP_reduce_mean) || cx->g->nodes[id].inputs[0] < 0) return INGOT_OK;
+    match m;
+    return match_ln(cx, &w->u, id, &m) ? make_ln(cx, &m) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_layernorm(ig_opt_ctx *cx) { return ig__opt_walk(cx, false, visit); }

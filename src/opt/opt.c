@@ -324,3 +324,27 @@ void ig__opt_set_output(ig_graph *g, int32_t node, int32_t j, int32_t v)
     g->nodes[node].outputs[j] = v;
     g->values[v].producer = node;
 }
+
+ingot_status ig__opt_replace(ig_opt_ctx *cx, int32_t made, const int32_t *replaced, int32_t n, int32_t y)
+{
+    ingot_status st = ig__opt_set_covers(cx, made, replaced, n);
+    if (st != INGOT_OK) return st;
+    for (int32_t i = 0; i < n; i++) ig__graph_remove_node(cx->g, replaced[i]);
+    ig__opt_set_output(cx->g, made, 0, y);
+    cx->n_rewrites++;
+    return INGOT_OK;
+}
+
+ingot_status ig__opt_walk(ig_opt_ctx *cx, bool in_order, ig_opt_visit_fn visit)
+{
+    ig_graph *g = cx->g;
+    ig_opt_walk w = {.pos = NULL, .cap = 0};
+    ingot_status st = ig__uses_build(g, &w.u, cx->err);
+    if (st != INGOT_OK) return st;
+    if (in_order) st = ig__opt_order_pos(cx, &w.pos, &w.cap);
+    int32_t n0 = g->n_nodes;
+    for (int32_t k = 0; k < n0 && st == INGOT_OK; k++) st = visit(cx, &w, in_order ? g->order[k] : k);
+    ig__free(w.pos);
+    ig__uses_free(&w.u);
+    return st;
+}

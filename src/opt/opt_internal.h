@@ -58,6 +58,21 @@ IG_OPT_PASSES(IG_OPT_DECLARE)
 ingot_status ig__opt_run(ig_graph *g, ig_arena *fold_arena, const ig_opt_options *o, const ig_opt_pass *passes,
                          int32_t n_passes, ig_opt_report *rep, ig_err *err);
 
+/* ---- reading the graph in a pattern ---------------------------------------------------------- */
+
+/* The live node producing v, -1 when none. */
+static inline int32_t ig__opt_producer(const ig_graph *g, int32_t v)
+{
+    int32_t p = v >= 0 ? g->values[v].producer : -1;
+    return p >= 0 && !g->nodes[p].dead ? p : -1;
+}
+/* Node id exists, is live and computes op. */
+static inline bool ig__opt_is(const ig_graph *g, int32_t id, int32_t op)
+{
+    return id >= 0 && !g->nodes[id].dead && g->nodes[id].op == op;
+}
+static inline int32_t ig__opt_out0(const ig_graph *g, int32_t id) { return g->nodes[id].outputs[0]; }
+
 /* ---- constants -------------------------------------------------------------------------------- */
 
 /* A build-time constant for every run: the value's data is known and does not come from a graph input
@@ -85,6 +100,24 @@ int32_t ig__opt_add_node(ig_opt_ctx *cx, const char *name, const char *op_type, 
 ingot_status ig__opt_set_covers(ig_opt_ctx *cx, int32_t made, const int32_t *replaced, int32_t n_replaced);
 /* Output slot j of node `node` becomes value v (its producer). */
 void ig__opt_set_output(ig_graph *g, int32_t node, int32_t j, int32_t v);
+/* How a pattern rewrite ends: `made` covers replaced[0 .. n), which are removed, takes over value y as
+ * its output 0, and one rewrite is counted. */
+ingot_status ig__opt_replace(ig_opt_ctx *cx, int32_t made, const int32_t *replaced, int32_t n, int32_t y);
+
+/* ---- walking a pass over the graph ------------------------------------------------------------- */
+
+/* What a pattern pass sees while it walks: the uses as of its start and, for a walk in g->order, every
+ * node's position there (ig__opt_order_pos). Rewrites along the way kill nodes: a visit checks that
+ * what it matches is live. */
+typedef struct ig_opt_walk {
+    ig_uses u;
+    int32_t *pos; /* in-order walks only */
+    int32_t cap;
+} ig_opt_walk;
+typedef ingot_status (*ig_opt_visit_fn)(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id);
+/* Visit every node that existed when the walk started, by id or (in_order) in g->order; stops at the
+ * first error. */
+ingot_status ig__opt_walk(ig_opt_ctx *cx, bool in_order, ig_opt_visit_fn visit);
 
 /* ---- pointwise groups (src/opt/group.c): what conv_epilogue, gemm_epilogue and pointwise share ---- */
 

@@ -46,36 +46,25 @@ static ingot_status make_pointwise(ig_opt_ctx *cx, ig_opt_group *gr, int32_t *po
     return INGOT_OK;
 }
 
-ingot_status ig__opt_pass_pointwise(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    int32_t *pos = NULL, cap = 0;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    if ((st = ig__opt_order_pos(cx, &pos, &cap)) != INGOT_OK) goto out;
-    int32_t n0 = g->n_nodes;
-    for (int32_t k = 0; k < n0 && st == INGOT_OK; k++) {
-        int32_t id = g->order[k];
-        const ig_node *n = &g->nodes[id];
-        if (n->dead || n->n_outputs < 1 || n->outputs[0] < 0 || n->folded) continue;
-        bool int_math = all_int(g, n);
-        if (!ig__pw_node_ok(g, n, int_math)) continue;
-        const ig_value *y = &g->values[n->outputs[0]];
-        if (y->shape.rank < 0 || y->n_sym > 0) continue; /* shape arithmetic: see group.c */
-        ig_opt_group gr = {.anchor = id,
-                           .int_math = int_math,
-                           .max_in = IG_PW_MAX_IN,
-                           .max_ops = IG_PW_MAX_OPS,
-                           .dtype = INGOT_DTYPE_UNDEFINED,
-                           .shape = y->shape,
-                           .seed = -1,
-                           .n_members = 1};
-        gr.members[0] = id;
-        if (ig__opt_group_grow(cx, &u, pos, &gr) >= 2) st = make_pointwise(cx, &gr, pos, cap);
-    }
-out:
-    ig__free(pos);
-    ig__uses_free(&u);
-    return st;
+    const ig_graph *g = cx->g;
+    const ig_node *n = &g->nodes[id];
+    if (n->dead || n->n_outputs < 1 || n->outputs[0] < 0 || n->folded) return INGOT_OK;
+    bool int_math = all_int(g, n);
+    if (!ig__pw_node_ok(g, n, int_math)) return INGOT_OK;
+    const ig_value *y = &g->values[n->outputs[0]];
+    if (y->shape.rank < 0 || y->n_sym > 0) return INGOT_OK; /* shape arithmetic: see group.c */
+    ig_opt_group gr = {.anchor = id,
+                       .int_math = int_math,
+                       .max_in = IG_PW_MAX_IN,
+                       .max_ops = IG_PW_MAX_OPS,
+                       .dtype = INGOT_DTYPE_UNDEFINED,
+                       .shape = y->shape,
+                       .seed = -1,
+                       .n_members = 1};
+    gr.members[0] = id;
+    return ig__opt_group_grow(cx, &w->u, w->pos, &gr) >= 2 ? make_pointwise(cx, &gr, w->pos, w->cap) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_pointwise(ig_opt_ctx *cx) { return ig__opt_walk(cx, true, visit); }

@@ -29,13 +29,6 @@
 
 #define MAX_CHAIN 8
 
-/* The live node producing v, -1 when none. */
-static int32_t producer(const ig_graph *g, int32_t v)
-{
-    int32_t p = v >= 0 ? g->values[v].producer : -1;
-    return p >= 0 && !g->nodes[p].dead ? p : -1;
-}
-
 static bool is_view(const ig_node *n)
 {
     if (n->n_outputs != 1 || n->outputs[0] < 0 || n->n_inputs < 1 || n->inputs[0] < 0) return false;
@@ -66,7 +59,7 @@ typedef struct sv_match {
 static bool gemm_source(const ig_opt_ctx *cx, const ig_uses *u, int32_t y, sv_match *m)
 {
     const ig_graph *g = cx->g;
-    int32_t p = producer(g, y);
+    int32_t p = ig__opt_producer(g, y);
     m->n_prod = 0;
     if (p < 0) return false;
     if (is_gemm(g, p)) {
@@ -76,7 +69,7 @@ static bool gemm_source(const ig_opt_ctx *cx, const ig_uses *u, int32_t y, sv_ma
     const ig_node *a = &g->nodes[p];
     if (a->op != IG_OP_add || a->n_inputs != 2) return false;
     for (int k = 0; k < 2; k++) {
-        int32_t mv = a->inputs[k], b = a->inputs[1 - k], mp = producer(g, mv);
+        int32_t mv = a->inputs[k], b = a->inputs[1 - k], mp = ig__opt_producer(g, mv);
         if (mv < 0 || !is_gemm(g, mp) || !ig__opt_is_const(cx, b) || ig__uses_sole(u, mv) != p) continue;
         if (!ig__opt_shape_eq(&g->values[mv].shape, &g->values[y].shape)) continue;
         m->prod[m->n_prod++] = mp;
@@ -100,7 +93,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t add, sv_match 
             continue;
         int32_t rev[MAX_CHAIN], n = 0, reader = add, w = t;
         for (;;) {
-            int32_t p = producer(g, w);
+            int32_t p = ig__opt_producer(g, w);
             if (p < 0 || !is_view(&g->nodes[p]) || n == MAX_CHAIN || ig__uses_sole(u, w) != reader) break;
             rev[n++] = p;
             reader = p;
@@ -263,23 +256,17 @@ static ingot_status rewrite(ig_opt_ctx *cx, const sv_match *m)
     return INGOT_OK;
 }
 
-ingot_status ig__opt_pass_sink_views(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    int32_t n0 = g->n_nodes;
-    for (int32_t id = 0; id < n0 && st == INGOT_OK; id++) {
-        const ig_node *n = &g->nodes[id];
-        if (n->dead || n->op != IG_OP_add) continue;
-        sv_match m;
-        if (!match(cx, &u, id, &m) || !invertible(g, &m)) continue;
-        bool fresh = true; /* defensive: nothing of the match was rewritten already */
-        for (int32_t i = 0; i < m.n_chain; i++) fresh = fresh && !g->nodes[m.chain[i]].dead;
-        for (int32_t i = 0; i < m.n_prod; i++) fresh = fresh && !g->nodes[m.prod[i]].dead;
-        if (fresh) st = rewrite(cx, &m);
-    }
-    ig__uses_free(&u);
-    return st;
+    const ig_graph *g = cx->g;
+    const ig_node *n = &g->nodes[id];
+    if (n->dead || n->op != IG_OP_add) return INGOT_OK;
+    sv_match m;
+    if (!match(cx, &w->u, id, &m) || !invertible(g, &m)) return INGOT_OK;
+    bool fresh = true; /* defensive: nothing of the match was rewritten already */
+    for (int32_t i = 0; i < m.n_chain; i++) fresh = fresh && !g->nodes[m.chain[i]].dead;
+    for (int32_t i = 0; i < m.n_prod; i++) fresh = fresh && !g->nodes[m.prod[i]].dead;
+    return fresh ? rewrite(cx, &m) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_sink_views(ig_opt_ctx *cx) { return ig__opt_walk(cx, false, visit); }

@@ -14,20 +14,6 @@
  */
 #include "opt_internal.h"
 
-/* The live node producing v, -1 when none. */
-static int32_t producer(const ig_graph *g, int32_t v)
-{
-    int32_t p = v >= 0 ? g->values[v].producer : -1;
-    return p >= 0 && !g->nodes[p].dead ? p : -1;
-}
-
-static bool is(const ig_graph *g, int32_t id, int32_t op)
-{
-    return id >= 0 && !g->nodes[id].dead && g->nodes[id].op == op;
-}
-
-static int32_t out0(const ig_graph *g, int32_t id) { return g->nodes[id].outputs[0]; }
-
 static bool float_type(ingot_dtype t)
 {
     return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
@@ -57,16 +43,18 @@ int32_t ig__opt_nan_guard(const ig_opt_ctx *cx, const ig_uses *u, int32_t p, int
     int32_t rank = g->values[p].shape.rank;
     for (int sw = 0; sw < 2; sw++) {
         int32_t isn = u->node[u->off[p] + sw], wh = u->node[u->off[p] + 1 - sw];
-        if (!is(g, isn, IG_OP_is_nan) || !is(g, wh, IG_OP_where) || g->nodes[wh].n_inputs != 3) continue;
+        if (!ig__opt_is(g, isn, IG_OP_is_nan) || !ig__opt_is(g, wh, IG_OP_where) || g->nodes[wh].n_inputs != 3)
+            continue;
         const ig_node *w = &g->nodes[wh];
         double z;
-        if (g->nodes[isn].inputs[0] != p || ig__uses_sole(u, out0(g, isn)) != wh || w->inputs[0] != out0(g, isn) ||
-            w->inputs[2] != p || !ig__opt_rank_scalar(cx, w->inputs[1], rank, &z) || z != 0)
+        if (g->nodes[isn].inputs[0] != p || ig__uses_sole(u, ig__opt_out0(g, isn)) != wh ||
+            w->inputs[0] != ig__opt_out0(g, isn) || w->inputs[2] != p ||
+            !ig__opt_rank_scalar(cx, w->inputs[1], rank, &z) || z != 0)
             continue;
-        if (!ig__opt_shape_eq(&g->values[out0(g, wh)].shape, &g->values[p].shape)) continue;
+        if (!ig__opt_shape_eq(&g->values[ig__opt_out0(g, wh)].shape, &g->values[p].shape)) continue;
         nodes[0] = isn;
         nodes[1] = wh;
-        return out0(g, wh);
+        return ig__opt_out0(g, wh);
     }
     return -1;
 }
@@ -75,7 +63,7 @@ int32_t ig__opt_nan_guard(const ig_opt_ctx *cx, const ig_uses *u, int32_t p, int
 static bool scale_of(const ig_opt_ctx *cx, int32_t id, int32_t *src, double *f)
 {
     const ig_graph *g = cx->g;
-    if (!(is(g, id, IG_OP_mul) || is(g, id, IG_OP_div)) || g->nodes[id].n_inputs != 2) return false;
+    if (!(ig__opt_is(g, id, IG_OP_mul) || ig__opt_is(g, id, IG_OP_div)) || g->nodes[id].n_inputs != 2) return false;
     const ig_node *n = &g->nodes[id];
     for (int k = 0; k < (n->op == IG_OP_mul ? 2 : 1); k++) {
         int32_t x = n->inputs[k], c = n->inputs[1 - k];
@@ -108,8 +96,8 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
     *m = (sm_match){.x = cur, .mask = -1, .scale = 1, .log = s->op == IG_OP_log_softmax};
     int32_t pre[2], n_pre = 0, reader = sm, src;
     double f;
-    int32_t an = producer(g, cur);
-    if (is(g, an, IG_OP_add) && g->nodes[an].n_inputs == 2 && ig__uses_sole(u, cur) == sm) {
+    int32_t an = ig__opt_producer(g, cur);
+    if (ig__opt_is(g, an, IG_OP_add) && g->nodes[an].n_inputs == 2 && ig__uses_sole(u, cur) == sm) {
         const ig_node *a = &g->nodes[an];
         const ig_shape *os = &g->values[cur].shape;
         int pick = -1;
@@ -118,7 +106,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
             if (xv < 0 || mv < 0 || xv == mv || !ig__opt_shape_eq(&g->values[xv].shape, os)) continue;
             if (!ig__opt_mask_fits(&g->values[mv].shape, os) || !float_type(g->values[mv].dtype)) continue;
             /* prefer the operand a scalar scaled: both parts fuse */
-            bool scaled = ig__uses_sole(u, xv) == an && scale_of(cx, producer(g, xv), &src, &f);
+            bool scaled = ig__uses_sole(u, xv) == an && scale_of(cx, ig__opt_producer(g, xv), &src, &f);
             if (pick < 0 || scaled) pick = k;
         }
         if (pick >= 0) {
@@ -128,7 +116,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
             reader = an;
         }
     }
-    int32_t sn = producer(g, cur);
+    int32_t sn = ig__opt_producer(g, cur);
     if (ig__uses_sole(u, cur) == reader && scale_of(cx, sn, &src, &f)) {
         m->scale = f;
         pre[n_pre++] = sn;
@@ -137,7 +125,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
     m->x = cur;
     for (int32_t i = n_pre - 1; i >= 0; i--) m->nodes[m->n++] = pre[i];
     m->nodes[m->n++] = sm;
-    m->y = out0(g, sm);
+    m->y = ig__opt_out0(g, sm);
     int32_t guard[2], pg = ig__opt_nan_guard(cx, u, m->y, guard);
     if (pg >= 0) {
         m->nan_to_zero = true;
@@ -158,30 +146,18 @@ static ingot_status make_masked(ig_opt_ctx *cx, const sm_match *m)
     ingot_status st;
     if ((st = ig__node_set_float(g, n, 0, "scale", (float)m->scale, cx->err)) != INGOT_OK ||
         (st = ig__node_set_int(g, n, 1, "log", m->log, cx->err)) != INGOT_OK ||
-        (st = ig__node_set_int(g, n, 2, "nan_to_zero", m->nan_to_zero, cx->err)) != INGOT_OK ||
-        (st = ig__opt_set_covers(cx, id, m->nodes, m->n)) != INGOT_OK)
+        (st = ig__node_set_int(g, n, 2, "nan_to_zero", m->nan_to_zero, cx->err)) != INGOT_OK)
         return st;
-    n = &g->nodes[id];
     n->inputs[0] = m->x;
     if (m->mask >= 0) n->inputs[1] = m->mask;
-    for (int32_t i = 0; i < m->n; i++) ig__graph_remove_node(g, m->nodes[i]);
-    ig__opt_set_output(g, id, 0, m->y);
-    cx->n_rewrites++;
-    return INGOT_OK;
+    return ig__opt_replace(cx, id, m->nodes, m->n, m->y);
 }
 
-ingot_status ig__opt_pass_softmax(ig_opt_ctx *cx)
+static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
 {
-    ig_graph *g = cx->g;
-    ig_uses u;
-    ingot_status st = ig__uses_build(g, &u, cx->err);
-    if (st != INGOT_OK) return st;
-    int32_t n0 = g->n_nodes;
-    for (int32_t id = 0; id < n0 && st == INGOT_OK; id++) {
-        if (!is(g, id, IG_OP_softmax) && !is(g, id, IG_OP_log_softmax)) continue;
-        sm_match m;
-        if (match(cx, &u, id, &m)) st = make_masked(cx, &m);
-    }
-    ig__uses_free(&u);
-    return st;
+    if (!ig__opt_is(cx->g, id, IG_OP_softmax) && !ig__opt_is(cx->g, id, IG_OP_log_softmax)) return INGOT_OK;
+    sm_match m;
+    return match(cx, &w->u, id, &m) ? make_masked(cx, &m) : INGOT_OK;
 }
+
+ingot_status ig__opt_pass_softmax(ig_opt_ctx *cx) { return ig__opt_walk(cx, false, visit); }

@@ -67,54 +67,6 @@ static void set_op(ig_node *n)
         if (ig__op_table[i] == d) n->op = i;
 }
 
-/* Infer and run node n (any domain) on its constant inputs, as graph_builder's t_run. */
-static ingot_status f_run(T *t, ig_node *n, struct ig_pool *pool, R *r)
-{
-    memset(r, 0, sizeof *r);
-    ig__err_clear(&t->err);
-    const ig_op_def *d = ig__op_find(n->domain, n->op_type, n->opset, NULL);
-    if (!d) return ig__errf(&t->err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "no op %s", n->op_type);
-    ig_infer cx = {&t->g, n, &t->err, &t->fold};
-    ingot_status st = d->infer(&cx);
-    if (st != INGOT_OK) return st;
-    for (int i = 0; i < n->n_inputs; i++) {
-        if (n->inputs[i] < 0) continue;
-        const ig_value *v = &t->g.values[n->inputs[i]];
-        tensor_from_value(&r->in[i], v);
-        if (v->c.n_bytes) memcpy(r->in[i].data, v->c.data, v->c.n_bytes);
-        r->inp[i] = &r->in[i];
-    }
-    for (int i = 0; i < n->n_outputs; i++) {
-        if (n->outputs[i] < 0) continue;
-        tensor_from_value(&r->out[i], &t->g.values[n->outputs[i]]);
-        memset(r->out[i].data, 0xAB, (size_t)r->out[i].numel * ingot_dtype_size(r->out[i].dtype));
-        r->outp[i] = &r->out[i];
-    }
-    r->n_out = n->n_outputs;
-    size_t sb = d->cpu_scratch ? d->cpu_scratch(&t->g, n) : 0;
-    if (sb) r->scratch = ig__malloc_aligned(sb, 64);
-    ig_exec ex = {.g = &t->g,
-                  .node = n,
-                  .n_in = n->n_inputs,
-                  .n_out = n->n_outputs,
-                  .in = r->inp,
-                  .out = r->outp,
-                  .scratch = r->scratch,
-                  .scratch_bytes = sb,
-                  .pool = pool,
-                  .err = &t->err};
-    return d->cpu(&ex);
-}
-
-static ingot_status f_infer(T *t, ig_node *n)
-{
-    ig__err_clear(&t->err);
-    const ig_op_def *d = ig__op_find(n->domain, n->op_type, n->opset, NULL);
-    if (!d) return ig__errf(&t->err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "no op %s", n->op_type);
-    ig_infer cx = {&t->g, n, &t->err, &t->fold};
-    return d->infer(&cx);
-}
-
 /* Program attributes of a Pointwise node (ops/params from a program in memory). */
 static void a_prog(T *t, ig_node *n, const char *prefix, const ig_pw_prog *p)
 {

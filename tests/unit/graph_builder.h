@@ -155,7 +155,8 @@ static void a_str(ig_node *n, const char *name, const char *s)
     a->s_len = strlen(s);
 }
 
-static const ig_op_def *def_of(const ig_node *n) { return ig__op_find("", n->op_type, n->opset, NULL); }
+/* The node's descriptor, in its domain (ai.onnx when none is set). */
+static const ig_op_def *def_of(const ig_node *n) { return ig__op_find(n->domain, n->op_type, n->opset, NULL); }
 
 static ingot_status t_infer(T *t, ig_node *n)
 {

@@ -75,7 +75,7 @@ static void run_conv_case(const conv_case *cc)
     a_int(n, "group", cc->group);
     if (cc->epi) a_prog(&t, n, "epilogue_", &p);
     R r;
-    ingot_status st = f_run(&t, n, cc->pool, &r);
+    ingot_status st = t_run(&t, n, cc->pool, &r);
     if (st != INGOT_OK) TEST_FAIL_("%s", t.err.msg);
     ASSERT_EQ(r.out[0].numel, ny);
     ASSERT_EQ(r.out[0].dtype, dt);
@@ -212,7 +212,7 @@ static void run_mm_case(const mm_case *mc)
         a_prog(&t, n, "epilogue_", &p);
     }
     R r;
-    ingot_status st = f_run(&t, n, mc->pool, &r);
+    ingot_status st = t_run(&t, n, mc->pool, &r);
     if (st != INGOT_OK) TEST_FAIL_("%s", t.err.msg);
     ASSERT_EQ(r.out[0].rank, orank);
     for (int k = 0; k < orank; k++) ASSERT_EQ(r.out[0].dims[k], od[k]);
@@ -356,7 +356,7 @@ static void run_sm_case(const sm_case *sc, struct ig_pool *pool)
     a_int(n, "log", sc->log_);
     a_int(n, "nan_to_zero", sc->nz);
     R r;
-    ingot_status st = f_run(&t, n, pool, &r);
+    ingot_status st = t_run(&t, n, pool, &r);
     if (st != INGOT_OK) TEST_FAIL_("%s", t.err.msg);
     int64_t cols = sc->xd[sc->rank - 1];
     double *row = malloc(sizeof(double) * (size_t)cols);
@@ -446,7 +446,7 @@ static void run_att_case(const att_case *ac)
     if (ac->kt) a_int(n, "k_transposed", 1);
     if (ac->nz) a_int(n, "nan_to_zero", 1);
     R res;
-    ingot_status st = f_run(&t, n, ac->pool, &res);
+    ingot_status st = t_run(&t, n, ac->pool, &res);
     if (st != INGOT_OK) TEST_FAIL_("%s", t.err.msg);
     int64_t sd[4];
     memcpy(sd, qd, sizeof sd);
@@ -518,28 +518,28 @@ TEST(inference_shapes_and_errors)
     t_input(&t, "res_bad", INGOT_DTYPE_FLOAT, 2, (ig_dim[]){D(4), D(6)});
     t_input(&t, "h", INGOT_DTYPE_FLOAT16, 2, (ig_dim[]){D(4), D(6)});
     ig_node *n = f_node(&t, "FusedMatMul", "a,w,bias,res", "y0");
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "y0"), "[batch,5,6]");
     n = f_node(&t, "FusedMatMul", "a,wt", "y1");
     a_int(n, "trans_b", 1);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "y1"), "[batch,5,6]");
     n = f_node(&t, "FusedMatMul", "a,wt", "y2");
     n->name = "mm_bad";
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "mm_bad");
     ASSERT_CONTAINS(t.err.msg, "inner dims differ");
     n = f_node(&t, "FusedMatMul", "a,w,bad_bias", "y3");
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "bias");
     n = f_node(&t, "FusedMatMul", "a,w,,res_bad", "y4");
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "does not broadcast");
     n = f_node(&t, "FusedMatMul", "a,h", "y5");
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID); /* mixed dtypes */
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID); /* mixed dtypes */
     n = f_node(&t, "FusedMatMul", "a,w", "y6");
     a_int(n, "trans_a", 2);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     ASSERT_CONTAINS(t.err.msg, "trans_a");
     /* an epilogue is an fp32 program */
     ig_pw_prog p;
@@ -548,14 +548,14 @@ TEST(inference_shapes_and_errors)
     n = f_node(&t, "FusedMatMul", "a,w", "y7");
     a_prog(&t, n, "epilogue_", &p);
     a_int(n, "int_math", 1);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     ASSERT_CONTAINS(t.err.msg, "fp32");
     /* an epilogue referring to an extra that is not there */
     ig__pw_init(&p, 2, false);
     ig__pw_emit(&p, IG_PW_ADD, 0, 1, IG_PW_NONE, 0, 0);
     n = f_node(&t, "FusedMatMul", "a,w", "y8");
     a_prog(&t, n, "epilogue_", &p);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     ASSERT_CONTAINS(t.err.msg, "epilogue_ops");
 
     /* FusedConv keeps Conv's inference */
@@ -566,12 +566,12 @@ TEST(inference_shapes_and_errors)
     n = f_node(&t, "FusedConv", "x,cw,,cres", "c0");
     a_ints(&t, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
     a_prog(&t, n, "epilogue_", &p);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "c0"), "[batch,4,8,8]");
     n = f_node(&t, "FusedConv", "x,cw,,cres_bad", "c1");
     a_ints(&t, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
     a_prog(&t, n, "epilogue_", &p);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "epilogue input 3");
 
     /* Pointwise broadcasts its inputs */
@@ -582,7 +582,7 @@ TEST(inference_shapes_and_errors)
     n = f_node(&t, "Pointwise", "p0,p1", "pw");
     a_prog(&t, n, "", &p);
     a_int(n, "to", INGOT_DTYPE_BFLOAT16);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "pw"), "[batch,7]");
     ASSERT_EQ(V(&t, "pw")->dtype, INGOT_DTYPE_BFLOAT16);
 
@@ -591,37 +591,37 @@ TEST(inference_shapes_and_errors)
     t_input(&t, "msk", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){b, D(1), D(1), s});
     t_input(&t, "msk_bad", INGOT_DTYPE_FLOAT, 2, (ig_dim[]){D(3), D(5)});
     n = f_node(&t, "MaskedSoftmax", "sc,msk", "sm");
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "sm"), "[batch,12,seq,seq]");
     t_input(&t, "sc2", INGOT_DTYPE_FLOAT, 2, (ig_dim[]){D(4), D(6)});
     n = f_node(&t, "MaskedSoftmax", "sc2,msk_bad", "sm2");
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "mask");
     n = f_node(&t, "MaskedSoftmax", "sc2", "sm3");
     a_int(n, "log", 3);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     t_input(&t, "q", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){b, D(12), s, D(64)});
     t_input(&t, "k", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){b, D(12), s, D(64)});
     t_input(&t, "kt", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){b, D(12), D(64), s});
     t_input(&t, "v", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){b, D(12), s, D(32)});
     t_input(&t, "k32", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){b, D(12), s, D(32)});
     n = f_node(&t, "Attention", "q,k,v,msk", "at");
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "at"), "[batch,12,seq,32]");
     n = f_node(&t, "Attention", "q,kt,v", "at2");
     a_int(n, "k_transposed", 1);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "at2"), "[batch,12,seq,32]");
     n = f_node(&t, "Attention", "q,k32,v", "at3");
     n->name = "att_bad";
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "att_bad");
     ASSERT_CONTAINS(t.err.msg, "D = 64");
     t_input(&t, "msk13", INGOT_DTYPE_FLOAT, 3, (ig_dim[]){D(13), D(1), D(1)});
     n = f_node(&t, "Attention", "q,k,v,msk_bad", "at4"); /* [3, 5] against [batch,12,seq,seq]: may fit */
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     n = f_node(&t, "Attention", "q,k,v,msk13", "at5");
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
     ASSERT_CONTAINS(t.err.msg, "mask 3");
     t_free(&t);
 }
@@ -639,29 +639,29 @@ TEST(flops)
     ig__pw_emit(&p, IG_PW_NEG, 1, IG_PW_NONE, IG_PW_NONE, 0, 0);
     ig_node *n = f_node(&t, "FusedMatMul", "a,w,bias", "y");
     a_prog(&t, n, "epilogue_", &p);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     const ig_op_def *d = ig__op_find("ingot", "FusedMatMul", 1, NULL);
     ASSERT_EQ(d->flops(&t.g, n), 2 * 2 * 5 * 6 * 4 + 60 + 2 * 60);
     n = f_node(&t, "Pointwise", "a", "pw");
     a_prog(&t, n, "", &p);
     a_int(n, "to", INGOT_DTYPE_FLOAT);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_EQ(ig__op_find("ingot", "Pointwise", 1, NULL)->flops(&t.g, n), 2 * 40);
     t_input(&t, "q", INGOT_DTYPE_FLOAT, 3, (ig_dim[]){D(3), D(4), D(8)});
     t_input(&t, "k", INGOT_DTYPE_FLOAT, 3, (ig_dim[]){D(3), D(6), D(8)});
     t_input(&t, "v", INGOT_DTYPE_FLOAT, 3, (ig_dim[]){D(3), D(6), D(8)});
     n = f_node(&t, "Attention", "q,k,v", "o");
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_EQ(ig__op_find("ingot", "Attention", 1, NULL)->flops(&t.g, n), 4.0 * 3 * 4 * 6 * 8 + 5.0 * 3 * 4 * 6);
     n = f_node(&t, "MaskedSoftmax", "q", "sm");
     a_float(n, "scale", 0.5f);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_EQ(ig__op_find("ingot", "MaskedSoftmax", 1, NULL)->flops(&t.g, n), 6.0 * 96);
     t_input(&t, "x", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){D(1), D(3), D(8), D(8)});
     t_input(&t, "cw", INGOT_DTYPE_FLOAT, 4, (ig_dim[]){D(4), D(3), D(3), D(3)});
     n = f_node(&t, "FusedConv", "x,cw", "c");
     a_prog(&t, n, "epilogue_", &p);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_EQ(ig__op_find("ingot", "FusedConv", 1, NULL)->flops(&t.g, n), 2.0 * 4 * 36 * 27 + 2.0 * 4 * 36);
     t_free(&t);
 }
@@ -679,7 +679,7 @@ TEST(masked_softmax_in_place)
     ig_node *n = f_node(&t, "MaskedSoftmax", "x,m", "y");
     a_float(n, "scale", 0.7f);
     R r;
-    ASSERT_EQ(f_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
     const ig_op_def *def = ig__op_find("ingot", "MaskedSoftmax", 1, NULL);
     ASSERT(def->flags & IG_OP_INPLACE);
     ig_tensor io = r.in[0];

@@ -43,7 +43,7 @@ static void check_code(int code, bool b_is_k, float k, float k2)
     a_prog(&t, n, "", &p);
     a_int(n, "to", INGOT_DTYPE_FLOAT);
     R r;
-    ingot_status st = f_run(&t, n, NULL, &r);
+    ingot_status st = t_run(&t, n, NULL, &r);
     if (st != INGOT_OK) fprintf(stderr, "  code %s: %s\n", ig__pw_code_name(code), t.err.msg);
     ASSERT_EQ(st, INGOT_OK);
     for (int i = 0; i < NV; i++) {
@@ -110,7 +110,7 @@ TEST(int_math_programs)
         a_int(n, "int_math", 1);
         a_int(n, "to", out_t ? INGOT_DTYPE_INT8 : INGOT_DTYPE_INT64);
         R r;
-        ASSERT_EQ(f_run(&t, n, NULL, &r), INGOT_OK);
+        ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
         for (int i = 0; i < 10; i++) {
             int64_t x = xs[i], y = ys[i];
             int64_t t0 = (int64_t)((uint64_t)x + (uint64_t)y), t1 = (int64_t)((uint64_t)t0 * 3u);
@@ -136,7 +136,7 @@ TEST(int_math_programs)
     a_int(n, "int_math", 1);
     a_int(n, "to", INGOT_DTYPE_BOOL);
     R r;
-    ASSERT_EQ(f_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
     for (int i = 0; i < 10; i++) ASSERT_EQ(((const uint8_t *)r.out[0].data)[i], !(xs[i] <= 5 && bs[i]));
     r_free(&r);
     /* an int_math program takes integers only */
@@ -146,7 +146,7 @@ TEST(int_math_programs)
     a_prog(&t, n, "", &p);
     a_int(n, "int_math", 1);
     a_int(n, "to", INGOT_DTYPE_BOOL);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     ASSERT_CONTAINS(t.err.msg, "int_math");
     t_free(&t);
 }
@@ -183,7 +183,7 @@ TEST(broadcast_dtypes_and_stores)
         a_prog(&t, n, "", &p);
         a_int(n, "to", outs[o]);
         R r;
-        ASSERT_EQ(f_run(&t, n, NULL, &r), INGOT_OK);
+        ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
         ASSERT_STREQ(shp(&t, name), "[2,3,40]");
         for (int64_t i = 0; i < 240; i++) {
             int64_t row = (i / 40) % 3, col = i % 40;
@@ -221,7 +221,7 @@ TEST(store_saturates_like_cast)
     a_prog(&t, n, "", &p);
     a_int(n, "to", INGOT_DTYPE_INT64);
     R r;
-    ASSERT_EQ(f_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
     const int64_t *y = r.out[0].data;
     ASSERT_EQ(y[0], 0);
     ASSERT_EQ(y[1], INT64_MAX);
@@ -235,7 +235,7 @@ TEST(store_saturates_like_cast)
     n = f_node(&t, "Pointwise", "x", "y8");
     a_prog(&t, n, "", &p);
     a_int(n, "to", INGOT_DTYPE_UINT8);
-    ASSERT_EQ(f_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
     ASSERT_EQ(((const uint8_t *)r.out[0].data)[7], 300 & 255); /* wraps, as Cast */
     ASSERT_EQ(((const uint8_t *)r.out[0].data)[4], (uint8_t)-3);
     r_free(&r);
@@ -299,7 +299,7 @@ TEST(pointwise_alias_with_broadcast_input)
     ig_node *n = f_node(&t, "Pointwise", "x,r", "y");
     a_prog(&t, n, "", &p);
     a_int(n, "to", INGOT_DTYPE_FLOAT);
-    ASSERT_EQ(f_infer(&t, n), INGOT_OK);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
     ASSERT_STREQ(shp(&t, "y"), "[2,4]");
     const ig_op_def *def = ig__op_find("ingot", "Pointwise", 1, NULL);
     size_t sb = def->cpu_scratch(&t.g, n);
@@ -702,7 +702,7 @@ static ingot_status decode_raw(T *t, const int64_t *ops, int n_ops_ints, const f
     if (params) a_floats(t, n, "params", n_params, params);
     if (int_math >= 0) a_int(n, "int_math", int_math);
     a_int(n, "to", INGOT_DTYPE_FLOAT);
-    return f_infer(t, n);
+    return t_infer(t, n);
 }
 
 TEST(decode_rejects_malformed_programs)
@@ -755,10 +755,10 @@ TEST(decode_rejects_malformed_programs)
     ig_node *n = f_node(&t, "Pointwise", "a", "yt");
     a_floats(&t, n, "ops", 2, pr);
     a_int(n, "to", INGOT_DTYPE_FLOAT);
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     ASSERT_CONTAINS(t.err.msg, "list of integers");
     n = f_node(&t, "Pointwise", "a", "yto");
-    ASSERT_EQ(f_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
     ASSERT_CONTAINS(t.err.msg, "'to'");
     /* an epilogue is fp32 */
     t_free(&t);
