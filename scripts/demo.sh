@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A newcomer's first run: install what is needed, build, make a sample model and inspect it, then
-# run it on the CPU backend. Usage: scripts/demo.sh [MODEL.onnx]
+# A newcomer's first run: install what is needed, build, make a sample model and inspect it (as
+# imported and as optimized), then run it on the CPU backend. Usage: scripts/demo.sh [MODEL.onnx]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/setup.sh"
@@ -12,6 +12,9 @@ if [ -z "$model" ]; then
 fi
 echo "== ingot inspect $model"
 "$here/build/ingot" inspect "$model"
+echo
+echo "== ingot inspect $model --optimized (the graph the engine runs)"
+"$here/build/ingot" inspect "$model" --optimized
 echo
 echo "== ingot run $model (CPU backend, seeded random input)"
 "$here/build/ingot" run "$model" --seed 1
