@@ -1,26 +1,39 @@
 /*
  * ingot.h -- the public C API of ingot, an ONNX inference engine.
  *
- * Usage, from model file to a description of it:
+ * Usage, from ONNX file to outputs (examples/classify.c is a complete program):
  *
  *     ingot_runtime *rt = NULL;
  *     ingot_model *m = NULL;
+ *     ingot_engine *e = NULL;
+ *     ingot_context *c = NULL;
  *     if (ingot_runtime_create(&rt) != INGOT_OK) return 1;
  *     ingot_load_options lo = ingot_load_options_default();
- *     if (ingot_model_load(rt, "resnet50.onnx", &lo, &m) != INGOT_OK) {
- *         fprintf(stderr, "%s\n", ingot_runtime_errmsg(rt));   // names node, tensor or byte offset
- *     } else {
- *         int64_t dims[4] = {8, 3, 224, 224};
- *         ingot_model_set_input_shape(m, "input", 4, dims);   // or leave symbolic dims unbound
- *         ingot_model_infer(m);                               // shapes, constants, costs
- *         for (int64_t i = 0; i < ingot_model_node_count(m); i++) {
- *             ingot_node_info ni;
- *             ingot_model_node_info(m, i, &ni);
- *             printf("%s %s %.0f FLOP\n", ni.name, ni.op_type, ni.flops);
- *         }
+ *     ingot_build_options bo = ingot_build_options_default();   // backend AUTO: CUDA if usable, else CPU
+ *     if (ingot_model_load(rt, "resnet50.onnx", &lo, &m) != INGOT_OK ||
+ *         ingot_model_set_batch(m, 8) != INGOT_OK ||             // bind the symbolic batch dim
+ *         ingot_engine_build(rt, m, &bo, &e) != INGOT_OK ||      // infer, optimize, plan
+ *         ingot_context_create(e, NULL, &c) != INGOT_OK) {       // the memory runs use
+ *         fprintf(stderr, "%s\n", ingot_runtime_errmsg(rt));     // names node, tensor or byte offset
+ *         goto out;
  *     }
- *     ingot_model_destroy(m);
+ *     ingot_tensor in = {"input", INGOT_DTYPE_FLOAT, 4, {8, 3, 224, 224}, pixels, 8 * 3 * 224 * 224 * 4};
+ *     ingot_tensor out;
+ *     if (ingot_context_run(c, &in, 1) != INGOT_OK ||           // inputs matched by name
+ *         ingot_context_get_output(c, 0, &out) != INGOT_OK)     // owned by c until its next run
+ *         fprintf(stderr, "%s\n", ingot_context_errmsg(c));      // a context reports on itself
+ *     else
+ *         printf("%s: %lld x %lld, first %g\n", out.name, (long long)out.dims[0], (long long)out.dims[1],
+ *                ((const float *)out.data)[0]);
+ * out:
+ *     ingot_context_destroy(c);                                 // contexts before their engine
+ *     ingot_engine_destroy(e);
+ *     ingot_model_destroy(m);                                   // may also go right after the build
  *     ingot_runtime_destroy(rt);
+ *
+ * ingot_engine_save writes a built engine to a file and ingot_engine_load reads it back without
+ * importing or optimizing again. Without an engine, a model can be inspected: ingot_model_infer,
+ * ingot_model_node_info (per-node shapes and FLOPs), ingot_model_describe_json.
  *
  * Conventions: every fallible call returns ingot_status (INGOT_OK == 0) and writes objects through its
  * last out-parameter; the detailed message is on the runtime handle (ingot_runtime_errmsg) for
@@ -32,22 +45,9 @@
  * Thread-safety: a runtime, its models and the *building* of engines (ingot_engine_build,
  * ingot_engine_set_input_profile) are used by one thread at a time. A built engine is immutable: any
  * number of threads may create contexts of it (ingot_context_create) and run *different* contexts at
- * once; running a context writes nothing the engine, the runtime or other contexts own. One context
- * is used by one thread at a time. An engine is destroyed after all its contexts. ingot_log_set may
- * be called from any thread.
- *
- * Engine and contexts, multi-threaded:
- *
- *     ingot_build_options bo = ingot_build_options_default();
- *     bo.backend = INGOT_BACKEND_CPU;
- *     ingot_engine_build(rt, m, &bo, &e);   // the engine copies what it needs from the model:
- *     ingot_model_destroy(m);               // the model may go now
- *     // in each worker thread:
- *     ingot_context *c = NULL;
- *     if (ingot_context_create(e, NULL, &c) == INGOT_OK)
- *         if (ingot_context_run(c, inputs, n_inputs) != INGOT_OK)
- *             fprintf(stderr, "%s\n", ingot_context_errmsg(c));   // this context's own message
- *     ingot_context_destroy(c);
+ * once, e.g. one context per worker thread; running a context writes nothing the engine, the runtime
+ * or other contexts own. One context is used by one thread at a time. An engine is destroyed after
+ * all its contexts. ingot_log_set may be called from any thread.
  */
 #ifndef INGOT_H
 #define INGOT_H
@@ -92,7 +92,9 @@ extern "C" {
     X(ERR_CUBLAS, 13, "cuBLAS error")                                          \
     X(ERR_NVRTC, 14, "NVRTC error")                                            \
     X(ERR_DEVICE_FATAL, 15, "unrecoverable device fault")                      \
-    X(ERR_INTERNAL, 16, "internal error")
+    X(ERR_INTERNAL, 16, "internal error")                                      \
+    X(ERR_ENGINE_FILE, 17, "malformed engine file")                            \
+    X(ERR_ENGINE_MISMATCH, 18, "engine file built for another device or software version")
 
 typedef enum ingot_status {
 #define INGOT_X_(name, val, desc) INGOT_##name = val,
@@ -216,7 +218,13 @@ INGOT_API ingot_status ingot_model_tensor_info(const ingot_model *m, const char 
  * INGOT_ERR_INVALID_ARG naming the input when the name is unknown, the rank differs, or a dim
  * contradicts a fixed dim of the model. */
 INGOT_API ingot_status ingot_model_set_input_shape(ingot_model *m, const char *name, int32_t rank, const int64_t *dims);
-/* Bind every symbolic leading dim of every input to batch (what `ingot inspect --batch N` does). */
+/* Bind the batch: every input whose leading dim (dim 0) is symbolic gets batch there (k * batch for a
+ * dim declared k * symbol). No other dim is touched, except one named by the same symbol as a bound
+ * leading dim: that is the same dim, so it takes the same value (a model with inputs [batch,seq] and
+ * [seq] gets seq bound too, seq being the second one's leading dim). Fixed leading dims stay as they
+ * are, and so do the dims the batch does not name: bind those with ingot_model_set_input_shape. Takes
+ * effect at the next ingot_model_infer. Errors on the runtime: INGOT_ERR_INVALID_ARG for batch < 1 or
+ * a dim that would overflow. */
 INGOT_API ingot_status ingot_model_set_batch(ingot_model *m, int64_t batch);
 /* Re-run shape inference, constant folding and cost analysis with the bound input shapes. */
 INGOT_API ingot_status ingot_model_infer(ingot_model *m);
@@ -361,6 +369,64 @@ INGOT_API ingot_backend ingot_engine_backend(const ingot_engine *e);
  * 'up1' (Resize): no CUDA kernel for this op; ..."), or why no GPU is usable; "" when it did not. The
  * same list is logged as a warning at the build. */
 INGOT_API const char *ingot_engine_fallback_reason(const ingot_engine *e);
+
+/* The engine's inputs and outputs, as declared (symbolic dims stay symbolic; names owned by the
+ * engine), for a program that has only the engine (loaded from a file). INGOT_ERR_INVALID_ARG for a
+ * bad index. */
+INGOT_API int64_t ingot_engine_input_count(const ingot_engine *e);
+INGOT_API int64_t ingot_engine_output_count(const ingot_engine *e);
+INGOT_API ingot_status ingot_engine_input_info(const ingot_engine *e, int64_t i, ingot_tensor_info *out);
+INGOT_API ingot_status ingot_engine_output_info(const ingot_engine *e, int64_t i, ingot_tensor_info *out);
+/* Input i's default shape: the concrete shape the engine was built and planned for (a profile's opt,
+ * or the shape bound on the model at build, a dim left symbolic counting as 1). */
+INGOT_API ingot_status ingot_engine_input_default_shape(const ingot_engine *e, int64_t i, int32_t *rank,
+                                                        int64_t dims[INGOT_MAX_RANK]);
+
+/* ---- engine files: build once, load fast (docs/ENGINE_FILE.md) ----------------------------------- */
+
+/* Write e as an engine file: the optimized graph, its weights, the build options and profiles, the
+ * memory plans, the algorithms chosen so far and the fingerprint of the build machine. A context that
+ * ran first has tuned its algorithms into the engine, so save after one run to skip tuning at load.
+ * Errors on the runtime (INGOT_ERR_IO names the path). */
+INGOT_API ingot_status ingot_engine_save(ingot_engine *e, const char *path);
+/* The same into memory: *data (free with ingot_free) of *n_bytes. */
+INGOT_API ingot_status ingot_engine_serialize(ingot_engine *e, void **data, size_t *n_bytes);
+
+/* A timing cache: the algorithm choices of CUDA engines by problem (convolution or matrix product
+ * shape, types, layouts, workspace), reusable across builds of any model on the same GPU
+ * architecture and library versions. Load merges a cache into e before its contexts are created
+ * (they then time only what the cache lacks); INGOT_ERR_ENGINE_MISMATCH when the cache comes from
+ * another machine or version (e is unchanged). Save writes every choice e holds, the loaded ones
+ * included. For CPU engines both succeed with nothing to cache. Errors on the runtime. */
+INGOT_API ingot_status ingot_engine_load_timing_cache(ingot_engine *e, const char *path);
+INGOT_API ingot_status ingot_engine_save_timing_cache(ingot_engine *e, const char *path);
+
+typedef struct ingot_engine_load_options {
+    uint32_t struct_size; /* sizeof(ingot_engine_load_options); set by the defaults function */
+    int use_mmap;         /* 1 (default): map the file, weights referenced in place; 0: read it */
+    int n_threads;        /* CPU engines: threads as for ingot_build_options; -1 (default): as built */
+    int device;           /* CUDA engines: device index; -1 (default): as built */
+    int verify_weights;   /* 1 (default): check the weights section's CRC too (the others always are) */
+} ingot_engine_load_options;
+
+INGOT_API ingot_engine_load_options ingot_engine_load_options_default(void);
+/* Load an engine file written by ingot_engine_save. Every offset, count and checksum is verified
+ * first; the graph is re-verified and the stored plans re-checked. Errors on the runtime:
+ * INGOT_ERR_ENGINE_FILE (names the section and field), INGOT_ERR_ENGINE_MISMATCH (says what differs:
+ * GPU, driver, library or ingot version; rebuild from the ONNX file), INGOT_ERR_IO,
+ * INGOT_ERR_NO_DEVICE, INGOT_ERR_OUT_OF_MEMORY. */
+INGOT_API ingot_status ingot_engine_load(ingot_runtime *rt, const char *path, const ingot_engine_load_options *opts,
+                                         ingot_engine **out);
+/* Rebuild the engine file at engine_path from the ONNX model it was built from (onnx_path), with the
+ * build options, default shapes and profiles the file records (for a file built for another GPU,
+ * driver or ingot version: INGOT_ERR_ENGINE_MISMATCH from ingot_engine_load), tune it as `ingot build`
+ * does, write it back over engine_path and return it. Errors on the runtime; a damaged file is
+ * INGOT_ERR_ENGINE_FILE (its options cannot be trusted). */
+INGOT_API ingot_status ingot_engine_rebuild(ingot_runtime *rt, const char *engine_path, const char *onnx_path,
+                                            ingot_engine **out);
+/* The same over bytes in memory (copied). */
+INGOT_API ingot_status ingot_engine_load_buffer(ingot_runtime *rt, const void *data, size_t n_bytes,
+                                                const ingot_engine_load_options *opts, ingot_engine **out);
 
 /* ---- context: one engine's memory and state for running it -------------------------------------- */
 typedef struct ingot_context ingot_context;

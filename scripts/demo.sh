@@ -4,6 +4,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/setup.sh"
+# Python tools run in the virtual environment setup.sh made
+venv=${INGOT_VENV:-$here/.venv}
+export VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH
 "$here/scripts/build.sh" "$here/build"
 model=${1:-}
 if [ -z "$model" ]; then

@@ -3,7 +3,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-files=$(git ls-files '*.c' '*.h' '*.cu' '*.cuh' | grep -v '^tests/fuzz/regressions/' || true)
+files=$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cu' '*.cuh' | grep -v '^tests/fuzz/regressions/' || true)
 [ -n "$files" ] || exit 0
 if [ "${1:-}" = "--check" ]; then
   if ! clang-format --dry-run --Werror $files 2>/tmp/ingot-format.log; then

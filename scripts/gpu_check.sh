@@ -6,7 +6,8 @@
 #  1. builds Release for sm_90 (+ compute_80 PTX) in build-gpu/
 #  2. GPU tests: lowering emulator; per-op/fusion models vs ONNX Runtime in fp32 (rel err <= 1e-3, TF32
 #     off) and fp16 (cosine >= 0.999), device path + CUDA Graph pointer updates, allocation audit, leak
-#     check after destroy; 4 contexts of one engine on 4 threads; compute-sanitizer memcheck on a small
+#     check after destroy; engine files saved, loaded and compared (test_gpu_engine); 4 contexts of one
+#     engine on 4 threads; compute-sanitizer memcheck on a small
 #     model; unsupported-op error
 #  3. exports the benchmark models with the peers script (shared/bench/peers.py, or a copy in .shared/)
 #     and checks each whole model against ONNX Runtime at batch 2 (fp32 and fp16)
@@ -79,7 +80,8 @@ fi
 jobs=$(nproc 2>/dev/null || echo 8)
 stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
-stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower test_gpu_threads
+stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower test_gpu_threads \
+    test_gpu_engine
 bin=$here/build-gpu
 ok_build=0
 [ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
@@ -94,6 +96,11 @@ if [ $ok_build = 1 ] && [ $do_tests = 1 ]; then
             stage "gpu test $(basename "$d") with INGOT_CUDA_SYNC=1" 120 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
                 "$bin/tests/gpu/test_gpu" --no-leak "$d"
         fi
+    done
+    # engine files: save, load, bit-identical outputs, no re-tuning after load or with a timing cache
+    for d in "$work"/gm/resnet_block "$work"/gm/bert_layer; do
+        stage "engine file $(basename "$d") (fp32, fp16)" 120 sh -c "'$bin/tests/gpu/test_gpu_engine' '$d/model.onnx' && \
+            '$bin/tests/gpu/test_gpu_engine' '$d/model.onnx' --fp16"
     done
     # many contexts of one engine on many threads (the model destroyed after the build)
     for d in "$work"/gm/resnet_block "$work"/gm/bert_layer; do
@@ -140,6 +147,8 @@ if [ $ok_build = 1 ]; then
                 stage "gpu test whole model $m with INGOT_CUDA_SYNC=1" 150 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
                     "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m"
         fi
+        # build once, load fast: load-to-first-result and the build times, fp16 at batch 1
+        stage "engine file $m (fp16, batch 1)" 150 "$bin/tests/gpu/test_gpu_engine" "$f" --fp16 --batch 1
     done
     for m in "${model_list[@]}"; do
         f=$work/models/$m.onnx

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Every check CI runs, in one command: install, format check, build with -Werror, unit tests, unit tests
-# under AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under ThreadSanitizer, the
-# malformed-model corpus, a bounded fuzzing run,
+# Every check CI runs, in one command: install, format check, build with -Werror, unit tests, the
+# installed library with examples/ built against it, unit tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer, the concurrency tests under ThreadSanitizer, the malformed-model corpus,
+# a bounded fuzzing run,
 # ONNX node-test conformance, shape inference against onnx, the FLOPs check, whole models against ONNX
 # Runtime. Ends with one summary line "N passed, M failed".
 #   FUZZ_SECONDS=60 (default) bounds the fuzzing run; SKIP_SANITIZERS=1 / SKIP_FUZZ=1 skip those stages.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-"$here/scripts/setup.sh" || exit 1
+"$here/scripts/setup.sh" || { echo "test: scripts/setup.sh failed: nothing was tested" >&2; exit 1; }
+# Python tools (the fuzz seeds, the malformed corpus, run_all's checks) run in setup.sh's venv
+venv=${INGOT_VENV:-$here/.venv}
+export VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH
 
 passed=0 failed=0
 stage() { # stage NAME COMMAND...: run, record, keep going
@@ -29,6 +33,9 @@ data=$build/tests/data
 stage "format check" scripts/format.sh --check
 stage "build (Release, -Werror)" scripts/build.sh "$build"
 stage "unit tests" ctest --test-dir "$build" --output-on-failure -j2
+# the package as a user gets it: a fresh build installed to a temporary prefix, examples/ built against
+# it with CMake and pkg-config and run; then the same for build/ installed (examples/check_install.sh)
+stage "install + example" examples/check_install.sh "$build"
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "build (ASan+UBSan)" scripts/build.sh "$asan" -DCMAKE_BUILD_TYPE=Debug -DINGOT_SANITIZE_ADDRESS=ON -DINGOT_SANITIZE_UNDEFINED=ON
   stage "unit tests (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

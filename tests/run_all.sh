@@ -9,7 +9,8 @@
 #
 #   tests/run_all.sh [BUILD_DIR] [--no-build] [--no-unit] [--only STEP,...] [-j N]
 #   STEP: unit conformance shapes flops models arena.   BUILD_DIR defaults to build/.
-# Needs python3 with onnx==1.23.1, onnxruntime, numpy (scripts/setup.sh installs them).
+# Needs python3 with onnx==1.23.1, onnxruntime, numpy: the virtual environment scripts/setup.sh makes
+# (.venv/, or INGOT_VENV) when it exists, else the python3 on PATH.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$repo/build
@@ -28,6 +29,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 build=$(mkdir -p "$build" && cd "$build" && pwd)
+venv=${INGOT_VENV:-$repo/.venv}
+if [ -x "$venv/bin/python3" ]; then
+  export VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH
+fi
 data=$build/tests/data
 models=$build/tests/models
 logs=$build/tests/logs
@@ -86,8 +91,9 @@ for bin in ingot ingot-conformance; do
   # with --no-build the caller vouches for these: say which ones, and how old they are
   echo "run_all: using $build/$bin (built $(date -r "$build/$bin" '+%Y-%m-%d %H:%M:%S')$([ $do_build -eq 1 ] || echo ', --no-build: not rebuilt'))"
 done
+echo "run_all: using $(command -v python3 || echo 'no python3')"
 python3 -c 'import onnx, onnxruntime, numpy' 2>/dev/null || {
-  echo "run_all: python3 needs onnx, onnxruntime and numpy (scripts/setup.sh, or pip install -r tests/requirements.txt)" >&2
+  echo "run_all: $(command -v python3 || echo python3) needs onnx, onnxruntime and numpy (scripts/setup.sh puts them in .venv/)" >&2
   exit 1
 }
 

@@ -10,7 +10,7 @@
  * (ig__api_ctx_fail). A context call never writes the engine or the runtime, so contexts of one
  * engine run on several threads at once. Nothing here exits or aborts.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "api_internal.h"
 
 #include <inttypes.h>
@@ -82,6 +82,8 @@ static void clear(ingot_runtime *rt)
     ig__err_clear(&rt->err);
     rt_unlock(rt);
 }
+
+void ig__api_clear(ingot_runtime *rt) { clear(rt); }
 
 /* ---- the context's own error slot ---------------------------------------------------------------- */
 
@@ -161,6 +163,11 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
     ingot_model *m = ig__calloc(1, sizeof *m);
     if (!m) return fail(rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     m->rt = rt;
+    if (path) { /* recorded in engine files built from it (their --rebuild-on-mismatch source) */
+        char *real = realpath(path, NULL);
+        snprintf(m->path, sizeof m->path, "%s", real ? real : path);
+        free(real);
+    }
     ig__graph_init(&m->g, &err);
     ig__arena_init(&m->fold_arena);
     m->iopt.fold_max_bytes = o.fold_max_bytes ? o.fold_max_bytes : DEFAULT_FOLD_MAX_BYTES;
@@ -305,17 +312,23 @@ ingot_status ingot_model_set_batch(ingot_model *m, int64_t batch)
     if (!m) return INGOT_ERR_INVALID_ARG;
     clear(m->rt);
     if (batch < 1) return fail(m->rt, INGOT_ERR_INVALID_ARG, "batch must be at least 1, not %" PRId64, batch);
+    /* the batch symbols: those some input has as its leading dim; nothing else is touched */
     for (int32_t i = 0; i < m->g.n_inputs; i++) {
-        ig_value *v = &m->g.values[m->g.inputs[i]];
+        const ig_value *v = &m->g.values[m->g.inputs[i]];
         if (v->decl_shape.rank < 1 || ig__dim_known(v->decl_shape.d[0])) continue;
         int32_t sym = v->decl_shape.d[0].sym;
-        v->shape.d[0] = ig__dim_const(batch);
-        /* the same symbol elsewhere in the inputs is the same batch */
+        /* a dim named by that symbol, in any input, is the same dim: it takes the same value */
         for (int32_t j = 0; j < m->g.n_inputs; j++) {
             ig_value *w = &m->g.values[m->g.inputs[j]];
-            for (int32_t k = 0; k < w->shape.rank; k++)
-                if (w->decl_shape.rank == w->shape.rank && w->decl_shape.d[k].sym == sym)
-                    w->shape.d[k] = ig__dim_const(batch * w->decl_shape.d[k].n);
+            if (w->decl_shape.rank != w->shape.rank) continue;
+            for (int32_t k = 0; k < w->shape.rank; k++) {
+                if (w->decl_shape.d[k].sym != sym) continue;
+                int64_t d;
+                if (!ig__mul_i64(batch, w->decl_shape.d[k].n, &d))
+                    return fail(m->rt, INGOT_ERR_INVALID_ARG, "batch %" PRId64 " overflows dim %d of input '%s'", batch,
+                                (int)k, w->name);
+                w->shape.d[k] = ig__dim_const(d);
+            }
         }
     }
     m->inferred = false;
@@ -428,7 +441,7 @@ static ingot_status check_flag(const char *field, int v, ig_err *err)
 }
 
 /* Every field of the caller's options in range; the message names the field. */
-static ingot_status check_options(const ingot_build_options *o, ig_err *err)
+ingot_status ig__api_check_options(const ingot_build_options *o, ig_err *err)
 {
     if ((int)o->backend < 0 || o->backend >= INGOT_BACKEND_COUNT)
         return ig__errf(err, INGOT_ERR_INVALID_ARG,
@@ -559,8 +572,8 @@ const ig_opt_report *ig__engine_report(const ingot_engine *e, const size_t **rem
 /* ---- engine: profiles ------------------------------------------------------------------------------ */
 
 /* Check and record input `name`'s profile; opt becomes its default shape. */
-static ingot_status set_profile(ingot_engine *e, const char *name, int32_t rank, const int64_t *min, const int64_t *opt,
-                                const int64_t *max, ig_err *err)
+ingot_status ig__api_set_profile(ingot_engine *e, const char *name, int32_t rank, const int64_t *min,
+                                 const int64_t *opt, const int64_t *max, ig_err *err)
 {
     const ig_graph *g = &e->graph;
     int32_t i = find_input(g, name);
@@ -597,7 +610,7 @@ ingot_status ingot_engine_set_input_profile(ingot_engine *e, const char *name, i
     if (!name || !min || !opt || !max)
         return fail(e->rt, INGOT_ERR_INVALID_ARG, "ingot_engine_set_input_profile: NULL argument");
     ig_err err = {0};
-    if (set_profile(e, name, rank, min, opt, max, &err) != INGOT_OK) return ig__api_fail(e->rt, &err);
+    if (ig__api_set_profile(e, name, rank, min, opt, max, &err) != INGOT_OK) return ig__api_fail(e->rt, &err);
     return INGOT_OK;
 }
 
@@ -668,6 +681,7 @@ static ingot_status engine_setup(ingot_engine *e, ingot_model *m, const ingot_bu
     /* the engine's own graph, at the declared shapes: every rewrite then holds for every shape run */
     if ((st = ig__graph_clone(&m->g, &e->graph, err)) != INGOT_OK) return st;
     e->file = ig__onnx_retain(m->file);
+    snprintf(e->source, sizeof e->source, "%s", m->path);
     e->n_inputs = e->graph.n_inputs;
     for (int32_t i = 0; i < e->n_inputs; i++) {
         ig_value *v = &e->graph.values[e->graph.inputs[i]];
@@ -689,24 +703,30 @@ static ingot_status engine_setup(ingot_engine *e, ingot_model *m, const ingot_bu
         const ingot_input_profile *p = &o->profiles[j];
         if (!p->name)
             return ig__errf(err, INGOT_ERR_INVALID_ARG, "ingot_build_options.profiles[%" PRId64 "]: name is NULL", j);
-        if (set_profile(e, p->name, p->rank, p->min, p->opt, p->max, err) != INGOT_OK) {
+        if (ig__api_set_profile(e, p->name, p->rank, p->min, p->opt, p->max, err) != INGOT_OK) {
             ig__err_prefix(err, "ingot_build_options.profiles[%" PRId64 "]", j);
             return err->status;
         }
     }
+    return ig__api_engine_finish(e, o->backend, err);
+}
+
+ingot_status ig__api_engine_finish(ingot_engine *e, ingot_backend backend, ig_err *err)
+{
     /* the default instance: what the CUDA engine is lowered from, `ingot plan` plans and
      * ingot_engine_describe_json shows */
+    ingot_status st;
     if ((st = ig__api_instance_at(e, e->default_shapes, &e->def, err)) != INGOT_OK) {
         ig__err_prefix(err, "at the engine's default input shapes");
         return st;
     }
 
-    if (o->backend == INGOT_BACKEND_CUDA || o->backend == INGOT_BACKEND_AUTO) { /* CUDA dispatch: api_cuda.c */
+    if (backend == INGOT_BACKEND_CUDA || backend == INGOT_BACKEND_AUTO) { /* CUDA dispatch: api_cuda.c */
         ingot_status cst = ig__api_cuda_engine_build(e, err);
         if (cst == INGOT_OK) return INGOT_OK;
         /* AUTO falls back to the CPU when there is no GPU or the GPU cannot run the model: decided
          * here, at build, with the list of the nodes the GPU cannot run */
-        if (o->backend == INGOT_BACKEND_CUDA || (cst != INGOT_ERR_NO_DEVICE && cst != INGOT_ERR_MODEL_UNSUPPORTED_OP))
+        if (backend == INGOT_BACKEND_CUDA || (cst != INGOT_ERR_NO_DEVICE && cst != INGOT_ERR_MODEL_UNSUPPORTED_OP))
             return cst;
         snprintf(e->fallback, sizeof e->fallback, "%s", err->msg);
         ig__log(cst == INGOT_ERR_MODEL_UNSUPPORTED_OP ? INGOT_LOG_WARN : INGOT_LOG_DEBUG,
@@ -731,7 +751,7 @@ ingot_status ingot_engine_build(ingot_runtime *rt, ingot_model *m, const ingot_b
         o = *opts;
     }
     ig_err err = {0};
-    if (check_options(&o, &err) != INGOT_OK) return ig__api_fail(rt, &err);
+    if (ig__api_check_options(&o, &err) != INGOT_OK) return ig__api_fail(rt, &err);
     apply_env_overrides(&o);
     ingot_engine *e = ig__calloc(1, sizeof *e);
     if (!e) return fail(rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");

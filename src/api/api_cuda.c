@@ -77,6 +77,47 @@ void ig__api_cuda_engine_destroy(ingot_engine *e)
     e->cuda = NULL;
 }
 
+static void fp_put(ig_fp *fp, const char *key, bool must, const char *value)
+{
+    if (fp->n >= IG_FP_MAX) return;
+    ig_fp_entry *x = &fp->e[fp->n++];
+    snprintf(x->key, sizeof x->key, "%s", key);
+    snprintf(x->value, sizeof x->value, "%s", value);
+    x->must = must;
+}
+
+ingot_status ig__api_cuda_fingerprint(int device, ig_fp *fp, ig_err *err)
+{
+    ig_cuda_fingerprint f;
+    ingot_status st = ig__cuda_fingerprint(device, &f, err);
+    if (st != INGOT_OK) return st;
+    char v[64];
+    /* algorithms and kernels are chosen for the SM architecture and the library versions; the GPU's
+     * name, the driver and the runtime are recorded to be shown */
+    snprintf(v, sizeof v, "%d.%d", f.sm_major, f.sm_minor);
+    fp_put(fp, "sm", true, v);
+    snprintf(v, sizeof v, "%zu", f.cudnn);
+    fp_put(fp, "cudnn", true, v);
+    snprintf(v, sizeof v, "%zu", f.cublaslt);
+    fp_put(fp, "cublaslt", true, v);
+    fp_put(fp, "gpu", false, f.device_name);
+    snprintf(v, sizeof v, "%d.%d", f.driver / 1000, (f.driver % 1000) / 10);
+    fp_put(fp, "driver", false, v);
+    snprintf(v, sizeof v, "%d.%d", f.runtime / 1000, (f.runtime % 1000) / 10);
+    fp_put(fp, "cuda_runtime", false, v);
+    return INGOT_OK;
+}
+
+ingot_status ig__api_cuda_algos_save(const ingot_engine *e, ig_wbuf *out, ig_err *err)
+{
+    return e->cuda ? ig__cuda_engine_algos_save(e->cuda, out, err) : INGOT_OK;
+}
+
+ingot_status ig__api_cuda_algos_load(ingot_engine *e, const void *data, size_t n, ig_err *err)
+{
+    return e->cuda ? ig__cuda_engine_algos_load(e->cuda, data, n, "engine file, section ALGO", err) : INGOT_OK;
+}
+
 ingot_status ig__api_cuda_context_create(ingot_context *c, ig_err *err)
 {
     return ig__cuda_ctx_create(c->engine->cuda, &c->graph, &c->cuda, err);
@@ -334,6 +375,25 @@ int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tensor *inputs,
 
 #else /* no CUDA backend in this build */
 
+ingot_status ig__api_cuda_fingerprint(int device, ig_fp *fp, ig_err *err)
+{
+    (void)device;
+    (void)fp;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this ingot was built without the CUDA backend");
+}
+ingot_status ig__api_cuda_algos_save(const ingot_engine *e, ig_wbuf *out, ig_err *err)
+{
+    (void)e;
+    (void)out;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this ingot was built without the CUDA backend");
+}
+ingot_status ig__api_cuda_algos_load(ingot_engine *e, const void *data, size_t n, ig_err *err)
+{
+    (void)e;
+    (void)data;
+    (void)n;
+    return ig__errf(err, INGOT_ERR_NO_DEVICE, "this ingot was built without the CUDA backend");
+}
 ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err)
 {
     (void)e;

@@ -28,6 +28,7 @@ struct ingot_runtime {
 
 struct ingot_model {
     ingot_runtime *rt;
+    char path[1024]; /* the file it was loaded from, "" for a buffer (an engine file records it) */
     ig_graph g;
     ig_onnx_file *file;  /* the mapping g's initializers point into (one reference) */
     ig_arena fold_arena; /* folded constants and symbolic values of the current inference */
@@ -68,6 +69,7 @@ struct ingot_engine {
     ig_cpu_weights weights;       /* the weights account: aligned copies made once at build */
     struct ig_cuda_engine *cuda;  /* CUDA backend (src/api/api_cuda.c); NULL for the CPU backend */
     char fallback[IG_ERRMSG_MAX]; /* why AUTO chose the CPU ("" otherwise) */
+    char source[1024];            /* the ONNX file it was built from ("" when loaded from memory) */
 };
 
 struct ingot_context {
@@ -88,6 +90,19 @@ struct ingot_context {
     struct ig_cuda_ctx *cuda; /* CUDA backend state when the engine is a CUDA engine */
 };
 
+/* Clear the runtime's error slot at the start of a call on it. */
+void ig__api_clear(ingot_runtime *rt);
+/* Every field of build options in range (what ingot_engine_build checks first); names the field. */
+ingot_status ig__api_check_options(const ingot_build_options *o, ig_err *err);
+/* Check and record input `name`'s profile (ingot_engine_set_input_profile); opt becomes its default
+ * shape. */
+ingot_status ig__api_set_profile(ingot_engine *e, const char *name, int32_t rank, const int64_t *min,
+                                 const int64_t *opt, const int64_t *max, ig_err *err);
+/* The end of a build, from an engine whose graph is optimized and inferred and whose default shapes
+ * and profiles are set: the default instance, then the backend (AUTO: CUDA, else the CPU with the
+ * reason kept). The engine file's loader ends the same way. */
+ingot_status ig__api_engine_finish(ingot_engine *e, ingot_backend backend, ig_err *err);
+
 /* Copy err (status + message) onto the runtime's error slot and return err->status. rt may be NULL
  * (then only the status is returned). */
 ingot_status ig__api_fail(ingot_runtime *rt, const ig_err *err);
@@ -106,6 +121,20 @@ const ig_graph *ig__engine_graph(const ingot_engine *e);
 /* The optimizer's report and the bytes each pass removed ([rep->n_passes]). */
 const ig_opt_report *ig__engine_report(const ingot_engine *e, const size_t **removed_bytes);
 
+/* ---- engine files (engine_file.c) ---- */
+
+/* The build machine's fingerprint: key/value pairs, those marked `must` compared at load. */
+#define IG_FP_MAX 16
+typedef struct ig_fp_entry {
+    char key[32];
+    char value[160];
+    bool must;
+} ig_fp_entry;
+typedef struct ig_fp {
+    int n;
+    ig_fp_entry e[IG_FP_MAX];
+} ig_fp;
+
 /* ---- CUDA backend glue (src/api/api_cuda.c; stubs returning INGOT_ERR_NO_DEVICE without CUDA) ---- */
 /* Check and bind the given inputs on the context's instance (shapes, shape-input values),
  * re-inferring it when they changed (what ingot_context_run does first). */
@@ -120,5 +149,11 @@ void ig__api_cuda_context_destroy(ingot_context *c);
 /* After bind/infer: select the instance for the current shapes and run with host inputs. */
 ingot_status ig__api_cuda_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs, ig_err *err);
 ingot_status ig__api_cuda_get_output(const ingot_context *c, int64_t i, ingot_tensor *out, ig_err *err);
+/* Append device `device`'s entries to fp: GPU name and SM architecture, driver, CUDA runtime, cuDNN and
+ * cuBLASLt versions (INGOT_ERR_NO_DEVICE without a usable GPU). */
+ingot_status ig__api_cuda_fingerprint(int device, ig_fp *fp, ig_err *err);
+/* The algorithm choices of e's CUDA engine as the engine file's ALGO section, and back. */
+ingot_status ig__api_cuda_algos_save(const ingot_engine *e, ig_wbuf *out, ig_err *err);
+ingot_status ig__api_cuda_algos_load(ingot_engine *e, const void *data, size_t n, ig_err *err);
 
 #endif /* INGOT_API_INTERNAL_H */

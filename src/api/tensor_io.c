@@ -4,8 +4,12 @@
  *
  * The format is chosen by content: a file starting with "\x93NUMPY" is .npy, anything else is handed
  * to the ONNX reader as a TensorProto. Only little-endian, C-order .npy files of the dtypes ingot
- * computes with are accepted; anything else fails with a message naming the file and the problem
- * (never a guess: a Fortran-order array read as C order would silently transpose the data).
+ * computes with are accepted; anything else fails with a message naming the file, the format it was
+ * read as and the problem (never a guess: a Fortran-order array read as C order would silently
+ * transpose the data). A file that starts with 0x93 but not the whole magic is a broken .npy (no
+ * TensorProto starts with that byte: it would be field 18 as a group); a file the TensorProto reader
+ * rejects too is "neither a .npy file nor an ONNX TensorProto", so a garbled .npy is never reported
+ * as a protobuf error alone.
  *
  * A loaded tensor owns one allocation: the elements (64-byte aligned, as kernels like) followed by
  * the NUL-terminated name, so ingot_tensor_free has exactly one pointer to release.
@@ -166,15 +170,19 @@ static ingot_status parse_npy_header(const char *path, const char *h, size_t hle
     return INGOT_OK;
 }
 
-/* Allocate out->data with room for `bytes` elements and the name after them. */
-static ingot_status alloc_tensor(const char *path, ingot_tensor *out, size_t bytes, const char *name, ig_err *err)
+/* Allocate out->data with room for `bytes` elements and the name after them. kind names the format in
+ * messages (".npy", "TensorProto"). */
+static ingot_status alloc_tensor(const char *path, const char *kind, ingot_tensor *out, size_t bytes, const char *name,
+                                 ig_err *err)
 {
     size_t nlen = name ? strlen(name) + 1 : 0, total;
     size_t padded = (bytes + 63) & ~(size_t)63;
     if (padded < bytes || !ig__add_size(padded, nlen, &total))
-        return ig__errf(err, INGOT_ERR_INPUT, "'%s': tensor too large", path);
+        return ig__errf(err, INGOT_ERR_INPUT, "'%s': %s tensor too large", path, kind);
     unsigned char *p = ig__malloc_aligned(total ? total : 1, 64);
-    if (!p) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "'%s': out of memory for %zu bytes", path, total);
+    if (!p)
+        return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "'%s': out of memory for a %s tensor of %zu bytes", path, kind,
+                        total);
     out->data = p;
     out->bytes = bytes;
     out->name = NULL;
@@ -216,7 +224,7 @@ static ingot_status load_npy(const char *path, const unsigned char *buf, size_t 
     if (n - data_off != bytes)
         return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy data is %zu bytes, the shape and dtype need %zu", path,
                         n - data_off, bytes);
-    st = alloc_tensor(path, out, bytes, NULL, err);
+    st = alloc_tensor(path, ".npy", out, bytes, NULL, err);
     if (st != INGOT_OK) return st;
     memcpy(out->data, buf + data_off, bytes);
     out->dtype = dtype;
@@ -234,6 +242,10 @@ static ingot_status load_pb(const char *path, ingot_tensor *out, ig_err *err)
     ingot_status st = ig__onnx_read_tensor_file(path, &arena, &c, err);
     if (st != INGOT_OK) goto out_arena;
     size_t esize = ingot_dtype_size(c.dtype), bytes = esize;
+    if (c.dtype == INGOT_DTYPE_UNDEFINED) { /* parsed, but with no data_type: not a tensor at all */
+        st = ig__errf(err, INGOT_ERR_MODEL_PARSE, "it holds no TensorProto.data_type");
+        goto out_arena;
+    }
     if (esize == 0 || !npy_code(c.dtype)) {
         st = ig__errf(err, INGOT_ERR_INPUT, "'%s': TensorProto '%s' has dtype %s, which ingot does not compute with",
                       path, c.name ? c.name : "", ingot_dtype_name(c.dtype));
@@ -255,7 +267,7 @@ static ingot_status load_pb(const char *path, ingot_tensor *out, ig_err *err)
                       bytes);
         goto out_arena;
     }
-    st = alloc_tensor(path, out, bytes, c.name && c.name[0] ? c.name : NULL, err);
+    st = alloc_tensor(path, "TensorProto", out, bytes, c.name && c.name[0] ? c.name : NULL, err);
     if (st != INGOT_OK) goto out_arena;
     if (bytes) memcpy(out->data, c.data, bytes);
     out->dtype = c.dtype;
@@ -282,9 +294,33 @@ ingot_status ingot_tensor_load_file(ingot_runtime *rt, const char *path, ingot_t
     if (n >= NPY_MAGIC_LEN && memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN) == 0) {
         st = load_npy(path, buf, n, out, &err);
         ig__free(buf);
+    } else if (n > 0 && buf[0] == (unsigned char)NPY_MAGIC[0]) {
+        size_t same = 0;
+        while (same < n && same < NPY_MAGIC_LEN && buf[same] == (unsigned char)NPY_MAGIC[same]) same++;
+        st = ig__errf(&err, INGOT_ERR_INPUT,
+                      same == n ? "'%s': truncated .npy file (%zu bytes: not even the \\x93NUMPY magic)"
+                                : "'%s': broken .npy file: it starts with 0x93 but not with the \\x93NUMPY magic "
+                                  "(%zu bytes match)",
+                      path, same);
+        ig__free(buf);
     } else {
         ig__free(buf); /* the ONNX reader reads the file itself */
         st = load_pb(path, out, &err);
+        if (st == INGOT_ERR_MODEL_PARSE) { /* not a TensorProto either: say both */
+            char why[IG_ERRMSG_MAX];
+            size_t plen = strlen(path);
+            const char *w = err.msg;
+            if (!strncmp(w, path, plen) && w[plen] == ':' && w[plen + 1] == ' ') w += plen + 2; /* no path twice */
+            snprintf(why, sizeof why, "%s", w);
+            size_t len = strlen(path);
+            int npy_name = len >= 4 && !strcmp(path + len - 4, ".npy");
+            ig__err_clear(&err);
+            ig__errf(&err, INGOT_ERR_MODEL_PARSE,
+                     npy_name ? "'%s': not a .npy file (it does not start with the \\x93NUMPY magic) and not an "
+                                "ONNX TensorProto either: %.700s"
+                              : "'%s': neither a .npy file (no \\x93NUMPY magic) nor an ONNX TensorProto: %.700s",
+                     path, why);
+        }
     }
     if (st != INGOT_OK) {
         ingot_tensor_free(out);

@@ -125,6 +125,10 @@ static inline double ig__load_f64(const void *p)
 /* ---- half precision, bit-exact IEEE conversions (round to nearest even) ---- */
 float ig__f16_to_f32(uint16_t h);
 uint16_t ig__f32_to_f16(float f);
+/* n floats (possibly unaligned) to half, rounded to nearest even as ig__f32_to_f16; with saturate,
+ * finite values beyond +-65504 become +-65504 (infinities and NaN stay). F16C where the CPU has it:
+ * converting a model's weights for the GPU at load is this loop. */
+void ig__f32_to_f16_n(const void *src, uint16_t *dst, size_t n, bool saturate);
 float ig__bf16_to_f32(uint16_t b);
 uint16_t ig__f32_to_bf16(float f);
 
@@ -141,5 +145,24 @@ bool ig__dtype_supported(int64_t t);
 bool ig__dtype_is_float(ingot_dtype t);  /* float16, bfloat16, float, double */
 bool ig__dtype_is_int(ingot_dtype t);    /* signed or unsigned integers, not bool */
 bool ig__dtype_is_signed(ingot_dtype t); /* signed ints and floats */
+
+/* ---- a growable byte buffer with little-endian writers (buf.c) ---- */
+
+typedef struct ig_wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom; /* sticky: an allocation failed, the contents are incomplete */
+} ig_wbuf;
+
+void ig__wbuf_free(ig_wbuf *b);
+/* Room for n more bytes at the end; NULL (and oom set) when it cannot grow. */
+uint8_t *ig__wbuf_grow(ig_wbuf *b, size_t n);
+void ig__wbuf_put(ig_wbuf *b, const void *data, size_t n);
+void ig__wbuf_pad(ig_wbuf *b, size_t align); /* zeros up to a multiple of align */
+void ig__wbuf_u32(ig_wbuf *b, uint32_t v);
+void ig__wbuf_u64(ig_wbuf *b, uint64_t v);
+static inline void ig__wbuf_i64(ig_wbuf *b, int64_t v) { ig__wbuf_u64(b, (uint64_t)v); }
+void ig__wbuf_f64(ig_wbuf *b, double v);
+void ig__wbuf_str(ig_wbuf *b, const char *s); /* u32 length, bytes (NULL writes "") */
 
 #endif /* INGOT_CORE_H */

@@ -2,6 +2,7 @@
 #include "core.h"
 
 #include <math.h>
+#include <string.h>
 
 static const struct {
     const char *name;
@@ -113,6 +114,73 @@ uint16_t ig__f32_to_f16(float f)
     uint32_t rem = absx & 0x1fff;
     if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
     return (uint16_t)(sign | r);
+}
+
+static void f32_to_f16_soft(const unsigned char *src, uint16_t *dst, size_t n, bool saturate)
+{
+    for (size_t i = 0; i < n; i++) {
+        float f;
+        memcpy(&f, src + 4 * i, 4);
+        if (saturate && !isinf(f)) f = f > 65504.f ? 65504.f : f < -65504.f ? -65504.f : f;
+        dst[i] = ig__f32_to_f16(f);
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+
+__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const unsigned char *src, uint16_t *dst, size_t n,
+                                                                bool saturate)
+{
+    const __m256 lim = _mm256_set1_ps(65504.f), nlim = _mm256_set1_ps(-65504.f);
+    const __m256 inf = _mm256_set1_ps(INFINITY), absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps((const float *)(const void *)(src + 4 * i));
+        if (saturate) { /* clamp the finite values; infinities and NaN (|x| >= inf, unordered) as they are */
+            __m256 special = _mm256_cmp_ps(_mm256_and_ps(x, absmask), inf, _CMP_NLT_UQ);
+            __m256 c = _mm256_min_ps(_mm256_max_ps(x, nlim), lim);
+            x = _mm256_blendv_ps(c, x, special);
+        }
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+    }
+    f32_to_f16_soft(src + 4 * i, dst + i, n - i, saturate);
+}
+
+/* AVX and F16C, and the OS saving the YMM registers (cpuid leaf 1, XCR0); __builtin_cpu_supports has no
+ * "f16c" in every compiler */
+static bool cpu_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    if (!((c >> 27) & 1) || !((c >> 28) & 1) || !((c >> 29) & 1)) return false; /* OSXSAVE, AVX, F16C */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6) == 6;
+}
+
+static bool have_f16c(void)
+{
+    static int known; /* 0 unknown, 1 yes, 2 no: a benign race, every thread computes the same */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!k) {
+        k = cpu_f16c() ? 1 : 2;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 1;
+}
+#endif
+
+void ig__f32_to_f16_n(const void *src, uint16_t *dst, size_t n, bool saturate)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (have_f16c()) {
+        f32_to_f16_f16c(src, dst, n, saturate);
+        return;
+    }
+#endif
+    f32_to_f16_soft(src, dst, n, saturate);
 }
 
 float ig__bf16_to_f32(uint16_t b)

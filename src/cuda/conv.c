@@ -9,6 +9,8 @@
  */
 #include "cuda_internal.h"
 
+#include <string.h>
+
 #include <float.h>
 #include <stdio.h>
 
@@ -24,6 +26,7 @@ struct ig_cu_conv_prep {
     size_t ws;      /* workspace of the chosen algorithm */
     size_t ws_plan; /* workspace planned for the step */
     bool tuned;
+    char key[IG_CU_ALGO_KEY]; /* the problem, for the engine's algorithm table (algos.c) */
 };
 
 static cudnnDataType_t cudnn_type(ingot_dtype t)
@@ -86,8 +89,14 @@ void ig__cu_conv_release(ig_cu_step *s)
     s->u.conv.prep = NULL;
 }
 
-ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
-                                 const char *label, ig_err *err)
+/* a choice: the algorithm, its math type and its workspace */
+typedef struct conv_choice {
+    int32_t algo, math;
+    uint64_t ws;
+} conv_choice;
+
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, ig_cu_algos *algos,
+                                 size_t *ws_bytes, const char *label, ig_err *err)
 {
     ig_cu_conv *cv = &s->u.conv;
     ingot_status st;
@@ -140,6 +149,25 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
                         "[%lld,%lld,%lld,%lld]",
                         label, on, oc, oh, ow, (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2],
                         (long long)y->dims[3]);
+    /* the problem as cuDNN is asked it, so equal keys mean interchangeable choices */
+    char xs[160], ys[160];
+    snprintf(c->key, sizeof c->key,
+             "conv %s x %s y %s w %lld,%lld,%lld,%lld%s pad %d,%d str %d,%d dil %d,%d g %d relu %d z %d math %d "
+             "limit %zu",
+             ingot_dtype_name(x->dtype), ig__cu_tensor_str(x, xs, sizeof xs), ig__cu_tensor_str(y, ys, sizeof ys),
+             (long long)w->dims[0], (long long)w->dims[1], (long long)w->dims[2], (long long)w->dims[3],
+             krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1], cv->dil[0], cv->dil[1],
+             cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit);
+    /* a choice the engine already holds (another context's, the engine file's): its workspace is the
+     * step's, and cuDNN's heuristic query (about a millisecond a convolution) is skipped; tuning checks
+     * the choice before it runs (ig__cu_conv_apply) and times again if it does not hold */
+    conv_choice k;
+    if (algos && ig__cu_algos_get(algos, c->key, &k, sizeof k) == sizeof k && k.ws <= ws_limit &&
+        (c->math != CUDNN_FMA_MATH || k.math == CUDNN_FMA_MATH)) {
+        c->ws = c->ws_plan = (size_t)k.ws;
+        *ws_bytes = c->ws_plan;
+        return INGOT_OK;
+    }
     cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
     int n = 0;
     if ((st = IG_CUDNN(err, label,
@@ -165,6 +193,17 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     c->ws_plan = ws;
     *ws_bytes = ws;
     return INGOT_OK;
+}
+
+const char *ig__cu_conv_key(const ig_cu_step *s) { return s->u.conv.prep ? s->u.conv.prep->key : ""; }
+
+size_t ig__cu_conv_choice(const ig_cu_step *s, void *out, size_t cap)
+{
+    const struct ig_cu_conv_prep *c = s->u.conv.prep;
+    conv_choice k = {(int32_t)c->algo, (int32_t)c->math, c->ws};
+    if (cap < sizeof k) return 0;
+    memcpy(out, &k, sizeof k);
+    return sizeof k;
 }
 
 static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, cudnnConvolutionFwdAlgo_t algo, void *const *ptrs,
@@ -272,6 +311,40 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     if ((st = IG_CUDNN(err, label, conv_call(L, s, c->algo, ptrs, ws, ws_bytes))) != INGOT_OK) return st;
     c->tuned = true;
     return IG_CU(err, label, cudaStreamSynchronize(stream));
+}
+
+ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice, size_t n, void *const *ptrs, void *ws,
+                               size_t ws_bytes, cudaStream_t stream, bool *used, const char *label, ig_err *err)
+{
+    struct ig_cu_conv_prep *c = s->u.conv.prep;
+    *used = false;
+    conv_choice k;
+    if (n != sizeof k) return INGOT_OK;
+    memcpy(&k, choice, sizeof k);
+    /* what cuDNN accepts for this problem within the step's workspace, and fp32 stays fp32 */
+    bool math_ok = k.math == CUDNN_DEFAULT_MATH || k.math == CUDNN_TENSOR_OP_MATH ||
+                   k.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || k.math == CUDNN_FMA_MATH;
+    if (k.algo < 0 || k.algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT || !math_ok) return INGOT_OK;
+    if (c->math == CUDNN_FMA_MATH && k.math != CUDNN_FMA_MATH) return INGOT_OK;
+    ingot_status st;
+    if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
+    if (cudnnSetConvolutionMathType(c->conv, (cudnnMathType_t)k.math) != CUDNN_STATUS_SUCCESS) return INGOT_OK;
+    size_t need = 0;
+    cudnnConvolutionFwdAlgo_t algo = (cudnnConvolutionFwdAlgo_t)k.algo;
+    bool fits = cudnnGetConvolutionForwardWorkspaceSize(L->cudnn, c->x, c->w, c->conv, c->y, algo, &need) ==
+                    CUDNN_STATUS_SUCCESS &&
+                need <= ws_bytes && need <= c->ws_plan;
+    /* and it runs (one call, as tuning checks its winner) */
+    if (fits && conv_call(L, s, algo, ptrs, ws, ws_bytes) == CUDNN_STATUS_SUCCESS) {
+        c->algo = algo;
+        c->math = (cudnnMathType_t)k.math;
+        c->ws = need;
+        c->tuned = true;
+        *used = true;
+        return IG_CU(err, label, cudaStreamSynchronize(stream));
+    }
+    cudaGetLastError();
+    return IG_CUDNN(err, label, cudnnSetConvolutionMathType(c->conv, c->math)); /* back as it was */
 }
 
 ingot_status ig__cu_conv_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,

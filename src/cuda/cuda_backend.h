@@ -42,6 +42,20 @@ typedef struct ig_cuda_engine_options {
 ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_options *o, ig_cuda_engine **out,
                                     ig_err *err);
 void ig__cuda_engine_destroy(ig_cuda_engine *e);
+/* The algorithm choices its contexts made so far (timed once per problem, shared by all contexts), as
+ * bytes for an engine file or timing cache, and back (choices read are checked before use). */
+ingot_status ig__cuda_engine_algos_save(ig_cuda_engine *e, ig_wbuf *out, ig_err *err);
+ingot_status ig__cuda_engine_algos_load(ig_cuda_engine *e, const void *data, size_t n, const char *what, ig_err *err);
+int32_t ig__cuda_engine_algos_count(ig_cuda_engine *e);
+
+/* What the engine file records of the build machine. */
+typedef struct ig_cuda_fingerprint {
+    char device_name[128];
+    int sm_major, sm_minor;
+    int driver, runtime; /* CUDA versions as 1000 * major + 10 * minor */
+    size_t cudnn, cublaslt;
+} ig_cuda_fingerprint;
+ingot_status ig__cuda_fingerprint(int device, ig_cuda_fingerprint *fp, ig_err *err);
 
 ingot_status ig__cuda_ctx_create(ig_cuda_engine *e, const ig_graph *g, ig_cuda_ctx **out, ig_err *err);
 void ig__cuda_ctx_destroy(ig_cuda_ctx *c);

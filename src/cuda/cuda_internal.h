@@ -239,6 +239,8 @@ void ig__cu_prog_free(ig_cu_prog *p);
 /* Node label for messages ("name (Op)" or the step's description). */
 const char *ig__cu_step_label(const ig_cu_prog *p, const ig_cu_step *s, char *buf, size_t n);
 bool ig__cu_tensor_contig(const ig_cu_tensor *t);
+/* "1:150528,3:1,224:672,224:3" (dim:stride per axis) into buf, for keys and messages. */
+char *ig__cu_tensor_str(const ig_cu_tensor *t, char *buf, size_t n);
 size_t ig__cu_tensor_numel(const ig_cu_tensor *t);
 
 /* The tensors step s reads or writes (at most 8) into ids; their count. */
@@ -277,8 +279,10 @@ typedef struct ig_cu_libs {
 } ig_cu_libs;
 
 /* Descriptors and the workspace candidates for a step; *ws_bytes is what it may use. */
-ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
-                                 const char *label, ig_err *err);
+/* With algos: a choice it holds for this problem skips cuDNN's heuristic query and sizes the workspace. */
+typedef struct ig_cu_algos ig_cu_algos;
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, ig_cu_algos *algos,
+                                 size_t *ws_bytes, const char *label, ig_err *err);
 /* Time the candidates with the bound pointers (tensors and the workspace) and keep the fastest. */
 ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
                               cudaStream_t stream, const char *label, ig_err *err);
@@ -294,5 +298,35 @@ ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
 ingot_status ig__cu_gemm_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,
                              const char *label, ig_err *err);
 void ig__cu_gemm_release(ig_cu_step *s);
+
+/* ---- the engine's algorithm choices (algos.c) ---------------------------------------------------- */
+
+#define IG_CU_ALGO_KEY 512 /* bytes of a problem key, NUL included */
+
+/* The problem a prepared conv/GEMM step poses, as a key ("" before prepare). */
+const char *ig__cu_conv_key(const ig_cu_step *s);
+const char *ig__cu_gemm_key(const ig_cu_step *s);
+/* The step's current choice as bytes (their count; 0 when cap is too small). */
+size_t ig__cu_conv_choice(const ig_cu_step *s, void *out, size_t cap);
+size_t ig__cu_gemm_choice(const ig_cu_step *s, void *out, size_t cap);
+/* Take a stored choice after checking it with the library (valid for the problem, workspace within
+ * ws_bytes, one call succeeds on the bound pointers); *used false when it does not pass (the caller
+ * tunes instead). Errors only for a failing stream. */
+ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice, size_t n, void *const *ptrs, void *ws,
+                               size_t ws_bytes, cudaStream_t stream, bool *used, const char *label, ig_err *err);
+ingot_status ig__cu_gemm_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice, size_t n, void *const *ptrs, void *ws,
+                               size_t ws_bytes, cudaStream_t stream, bool *used, const char *label, ig_err *err);
+
+/* key -> choice, thread-safe; the first choice stored for a key stays. */
+ingot_status ig__cu_algos_create(ig_cu_algos **out, ig_err *err);
+void ig__cu_algos_destroy(ig_cu_algos *a);
+ingot_status ig__cu_algos_put(ig_cu_algos *a, const char *key, const void *choice, size_t n, ig_err *err);
+/* The stored choice's size (copied into choice), 0 when none or larger than cap. */
+size_t ig__cu_algos_get(ig_cu_algos *a, const char *key, void *choice, size_t cap);
+int32_t ig__cu_algos_count(ig_cu_algos *a);
+/* The table as bytes (u32 count; per entry u32 key length, key, u32 choice length, choice), and back:
+ * every length is checked against the bytes there; `what` names the source in messages. */
+ingot_status ig__cu_algos_write(ig_cu_algos *a, ig_wbuf *b, ig_err *err);
+ingot_status ig__cu_algos_read(ig_cu_algos *a, const void *data, size_t n, const char *what, ig_err *err);
 
 #endif /* INGOT_CUDA_INTERNAL_H */

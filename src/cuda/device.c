@@ -75,9 +75,10 @@ ingot_status ig__cuda_probe(ig_err *err)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess)
-        return ig__errf(err, INGOT_ERR_NO_DEVICE, "no usable GPU: cudaGetDeviceCount: %s: %s", cudaGetErrorName(e),
-                        cudaGetErrorString(e));
-    if (n < 1) return ig__errf(err, INGOT_ERR_NO_DEVICE, "no usable GPU: the driver reports no CUDA device");
+        return ig__errf(err, INGOT_ERR_NO_DEVICE, "no usable NVIDIA GPU or driver found (cudaGetDeviceCount: %s: %s)",
+                        cudaGetErrorName(e), cudaGetErrorString(e));
+    if (n < 1)
+        return ig__errf(err, INGOT_ERR_NO_DEVICE, "no usable NVIDIA GPU found: the driver reports no CUDA device");
     struct cudaDeviceProp prop;
     if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess)
         return ig__errf(err, INGOT_ERR_NO_DEVICE, "no usable GPU: cudaGetDeviceProperties: %s", cudaGetErrorString(e));

@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define MAX_INSTANCES    8
@@ -27,7 +28,8 @@
 struct ig_cuda_engine {
     ig_cuda_engine_options o;
     ig_cu_lower_options lo;
-    ig_cu_weights w; /* uploaded at creation; read-only after */
+    ig_cu_weights w;    /* uploaded at creation; read-only after */
+    ig_cu_algos *algos; /* the choices of every context, by problem (thread-safe) */
 };
 
 typedef struct instance {
@@ -120,6 +122,10 @@ ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_opti
     e->lo.gelu_epilogue = o->gelu_epilogue;
     e->lo.attention = o->attention;
     e->lo.attention_kernel = o->attention_kernel;
+    if ((st = ig__cu_algos_create(&e->algos, err)) != INGOT_OK) {
+        ig__free(e);
+        return st;
+    }
     /* lowered once at the representative shapes: every node checked, the weights uploaded; a later
      * shape whose program asks for a constant the engine lacks keeps it in its own arena */
     ig_cu_prog p;
@@ -139,8 +145,21 @@ void ig__cuda_engine_destroy(ig_cuda_engine *e)
 {
     if (!e) return;
     ig__cu_weights_free(&e->w);
+    ig__cu_algos_destroy(e->algos);
     ig__free(e);
 }
+
+ingot_status ig__cuda_engine_algos_save(ig_cuda_engine *e, ig_wbuf *out, ig_err *err)
+{
+    return ig__cu_algos_write(e->algos, out, err);
+}
+
+ingot_status ig__cuda_engine_algos_load(ig_cuda_engine *e, const void *data, size_t n, const char *what, ig_err *err)
+{
+    return ig__cu_algos_read(e->algos, data, n, what, err);
+}
+
+int32_t ig__cuda_engine_algos_count(ig_cuda_engine *e) { return ig__cu_algos_count(e->algos); }
 
 /* ---- instances --------------------------------------------------------------------------------------- */
 
@@ -457,24 +476,62 @@ static ingot_status upload_consts(ig_cuda_ctx *c, instance *in, ig_err *err)
     return INGOT_OK;
 }
 
-static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
+/* The engine's table first: a problem any context of the engine (or the engine file, or the timing
+ * cache) has a checked choice for is not timed again, so contexts agree and loading skips tuning.
+ * A miss is timed (unless tuning is off: the heuristic's choice, not recorded) and recorded; the
+ * table's first choice for a key is what every context then runs. */
+static ingot_status apply_choice(ig_cuda_ctx *c, instance *in, ig_cu_step *st, const void *choice, size_t n, bool *used,
+                                 const char *label, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    int32_t sb = step_scratch(st);
+    void *ws = sb >= 0 ? buf_base(c, p, sb) : NULL;
+    size_t wsb = sb >= 0 ? p->bufs[sb].bytes : 0;
+    return st->kind == IG_ST_CONV
+               ? ig__cu_conv_apply(&c->libs, st, choice, n, in->tptr, ws, wsb, c->stream, used, label, err)
+               : ig__cu_gemm_apply(&c->libs, st, choice, n, in->tptr, ws, wsb, c->stream, used, label, err);
+}
+
+static ingot_status choose_step(ig_cuda_ctx *c, instance *in, ig_cu_step *st, bool timing, ig_err *err)
 {
     ig_cu_prog *p = &in->prog;
     char lbl[256];
+    const char *label = label_of(p, st, lbl, sizeof lbl);
+    bool conv = st->kind == IG_ST_CONV;
+    const char *key = conv ? ig__cu_conv_key(st) : ig__cu_gemm_key(st);
+    uint8_t stored[128], mine[128];
+    bool used = false;
+    ingot_status r;
+    size_t n = ig__cu_algos_get(c->e->algos, key, stored, sizeof stored);
+    if (n) {
+        if ((r = apply_choice(c, in, st, stored, n, &used, label, err)) != INGOT_OK || used) return r;
+        ig__log(INGOT_LOG_INFO, "node %s: the stored algorithm does not fit this problem; timing again", label);
+    }
+    if (!timing) return INGOT_OK;
+    int32_t sb = step_scratch(st);
+    void *ws = sb >= 0 ? buf_base(c, p, sb) : NULL;
+    size_t wsb = sb >= 0 ? p->bufs[sb].bytes : 0;
+    r = conv ? ig__cu_conv_tune(&c->libs, st, in->tptr, ws, wsb, c->stream, label, err)
+             : ig__cu_gemm_tune(&c->libs, st, in->tptr, ws, wsb, c->stream, label, err);
+    if (r != INGOT_OK) return r;
+    size_t m = conv ? ig__cu_conv_choice(st, mine, sizeof mine) : ig__cu_gemm_choice(st, mine, sizeof mine);
+    if (!m || (r = ig__cu_algos_put(c->e->algos, key, mine, m, err)) != INGOT_OK) return r;
+    /* another context of the engine may have stored its choice first: run that one too */
+    n = ig__cu_algos_get(c->e->algos, key, stored, sizeof stored);
+    if (n && (n != m || memcmp(stored, mine, m) != 0)) return apply_choice(c, in, st, stored, n, &used, label, err);
+    return INGOT_OK;
+}
+
+static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
     double t0 = now_ms();
-    bool timing = c->e->o.tune != 0; /* 0: keep the heuristics' first choice (sanitizer runs) */
+    bool timing = c->e->o.tune != 0; /* 0: the heuristics' first choice (sanitizer runs), or the table's */
     /* arena contents are arbitrary here: tuning writes only outputs and workspaces */
     for (int32_t s = 0; s < p->n_steps; s++) {
         ig_cu_step *st = &p->steps[s];
-        int32_t sb = step_scratch(st);
-        void *ws = sb >= 0 ? buf_base(c, p, sb) : NULL;
-        size_t wsb = sb >= 0 ? p->bufs[sb].bytes : 0;
-        ingot_status r = INGOT_OK;
-        if (!timing) continue;
-        if (st->kind == IG_ST_CONV)
-            r = ig__cu_conv_tune(&c->libs, st, in->tptr, ws, wsb, c->stream, label_of(p, st, lbl, sizeof lbl), err);
-        else if (st->kind == IG_ST_GEMM)
-            r = ig__cu_gemm_tune(&c->libs, st, in->tptr, ws, wsb, c->stream, label_of(p, st, lbl, sizeof lbl), err);
+        if (st->kind != IG_ST_CONV && st->kind != IG_ST_GEMM) continue;
+        ingot_status r = choose_step(c, in, st, timing, err);
         if (r != INGOT_OK) return r;
     }
     in->tune_ms = now_ms() - t0;
@@ -511,8 +568,8 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
         ig_cu_step *stp = &p->steps[s];
         size_t ws = 0;
         if (stp->kind == IG_ST_CONV)
-            st = ig__cu_conv_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl),
-                                     err);
+            st = ig__cu_conv_prepare(&c->libs, p, stp, c->e->o.workspace_limit, c->e->algos, &ws,
+                                     label_of(p, stp, lbl, sizeof lbl), err);
         else if (stp->kind == IG_ST_GEMM)
             st = ig__cu_gemm_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl),
                                      err);

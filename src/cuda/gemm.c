@@ -12,6 +12,7 @@
 
 #include <float.h>
 #include <stdio.h>
+#include <string.h>
 
 #define GEMM_CANDIDATES 8
 #define GEMM_TUNE_REPS  5
@@ -24,6 +25,7 @@ struct ig_cu_gemm_prep {
     cublasLtMatmulHeuristicResult_t cand[GEMM_CANDIDATES];
     cublasLtMatmulAlgo_t algo;
     size_t ws, ws_plan;
+    char key[IG_CU_ALGO_KEY]; /* the problem, for the engine's algorithm table (algos.c) */
 };
 
 static cudaDataType_t cuda_type(ingot_dtype t)
@@ -145,7 +147,36 @@ ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     g->ws = g->cand[0].workspaceSize;
     g->ws_plan = ws;
     *ws_bytes = ws;
+    snprintf(
+        g->key, sizeof g->key,
+        "gemm %s m %lld n %lld k %lld batch %lld t %d,%d ld %lld,%lld,%lld,%lld s %lld,%lld,%lld,%lld epi %d bias %d "
+        "c %d al %u,%u,%u,%u ws %zu",
+        ingot_dtype_name(dt), (long long)gm->m, (long long)gm->n, (long long)gm->k, (long long)gm->batch, gm->a_trans,
+        gm->b_trans, (long long)gm->lda, (long long)gm->ldb, (long long)gm->ldc, (long long)gm->ldd, (long long)gm->sa,
+        (long long)gm->sb, (long long)gm->sc, (long long)gm->sd, (int)epi, bias, gm->c >= 0, al[0], al[1], al[2], al[3],
+        ws);
     return INGOT_OK;
+}
+
+const char *ig__cu_gemm_key(const ig_cu_step *s) { return s->u.gemm.prep ? s->u.gemm.prep->key : ""; }
+
+/* a choice: cuBLASLt's algorithm struct (serializable for the same library version, which the engine
+ * file's fingerprint pins) and its workspace */
+typedef struct gemm_choice {
+    cublasLtMatmulAlgo_t algo;
+    uint64_t ws;
+} gemm_choice;
+
+size_t ig__cu_gemm_choice(const ig_cu_step *s, void *out, size_t cap)
+{
+    const struct ig_cu_gemm_prep *g = s->u.gemm.prep;
+    gemm_choice k;
+    memset(&k, 0, sizeof k);
+    k.algo = g->algo;
+    k.ws = g->ws;
+    if (cap < sizeof k) return 0;
+    memcpy(out, &k, sizeof k);
+    return sizeof k;
 }
 
 static cublasStatus_t gemm_call(ig_cu_libs *L, const ig_cu_step *s, const cublasLtMatmulAlgo_t *algo, void *const *ptrs,
@@ -200,6 +231,30 @@ out:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     return st;
+}
+
+ingot_status ig__cu_gemm_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice, size_t n, void *const *ptrs, void *ws,
+                               size_t ws_bytes, cudaStream_t stream, bool *used, const char *label, ig_err *err)
+{
+    struct ig_cu_gemm_prep *g = s->u.gemm.prep;
+    *used = false;
+    gemm_choice k;
+    if (n != sizeof k) return INGOT_OK;
+    memcpy(&k, choice, sizeof k);
+    /* cuBLASLt checks the algorithm against this problem and says what workspace it needs */
+    cublasLtMatmulHeuristicResult_t r;
+    memset(&r, 0, sizeof r);
+    if (cublasLtMatmulAlgoCheck(L->lt, g->op, g->la, g->lb, g->lc, g->ld, &k.algo, &r) != CUBLAS_STATUS_SUCCESS ||
+        r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ws_bytes || r.workspaceSize > g->ws_plan)
+        return INGOT_OK;
+    if (gemm_call(L, s, &k.algo, ptrs, ws, ws_bytes, stream) != CUBLAS_STATUS_SUCCESS) {
+        cudaGetLastError();
+        return INGOT_OK;
+    }
+    g->algo = k.algo;
+    g->ws = r.workspaceSize;
+    *used = true;
+    return IG_CU(err, label, cudaStreamSynchronize(stream));
 }
 
 ingot_status ig__cu_gemm_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,

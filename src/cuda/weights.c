@@ -5,11 +5,15 @@
  * scale and shift of a BatchNormalization the optimizer left standing (folding BN into a convolution is
  * the optimizer's job: src/opt/bn_fold.c). Every engine-owned request lands in ONE device allocation.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "cuda_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define WEIGHT_ALIGN 256
 
@@ -103,6 +107,18 @@ ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst,
             return ig__errf(err, INGOT_ERR_INTERNAL, "constant '%s' has %zu elements, the request %zu", x->name, sn, n);
         if (x->c.dtype == r->dtype && r->scale == 1.f) {
             if (r->bytes) memcpy(dst, x->c.data, r->bytes);
+        } else if (x->c.dtype == INGOT_DTYPE_FLOAT && r->dtype == INGOT_DTYPE_FLOAT16) { /* the common case: bulk */
+            const unsigned char *src = x->c.data;
+            float tmp[1024];
+            for (size_t i = 0; i < n; i += 1024) {
+                size_t m = n - i < 1024 ? n - i : 1024;
+                if (r->scale == 1.f) {
+                    ig__f32_to_f16_n(src + 4 * i, (uint16_t *)dst + i, m, true);
+                    continue;
+                }
+                for (size_t k = 0; k < m; k++) tmp[k] = ig__load_f32(src + 4 * (i + k)) * r->scale;
+                ig__f32_to_f16_n(tmp, (uint16_t *)dst + i, m, true);
+            }
         } else if (x->c.dtype == INGOT_DTYPE_FLOAT) {
             const unsigned char *src = x->c.data;
             for (size_t i = 0; i < n; i++) put_f(r->dtype, dst, i, (double)(ig__load_f32(src + 4 * i) * r->scale));
@@ -124,16 +140,31 @@ ingot_status ig__cu_wreq_fill(const ig_graph *g, const ig_cu_wreq *r, void *dst,
         if ((size_t)(K * C * R * S) * es != r->bytes)
             return ig__errf(err, INGOT_ERR_INTERNAL, "convolution filter '%s': size mismatch", w->name);
         if ((st = bn_vectors(g, r, K, &scale, &shift, err)) != INGOT_OK) return st;
+        /* fp32 filters (nearly all): reordered in fp32, then converted in bulk */
+        float *tmp =
+            w->c.dtype == INGOT_DTYPE_FLOAT && (r->dtype == INGOT_DTYPE_FLOAT || r->dtype == INGOT_DTYPE_FLOAT16)
+                ? ig__malloc(sizeof(float) * (size_t)(K * C * R * S) + 4)
+                : NULL;
         for (int64_t k = 0; k < K; k++)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t y = 0; y < R; y++)
                     for (int64_t x = 0; x < S; x++) {
                         int64_t si = ((k * C + c) * R + y) * S + x;
                         int64_t di = r->nhwc == 2 ? (y * S + x) * K + k : r->nhwc ? ((k * R + y) * S + x) * C + c : si;
+                        if (tmp) {
+                            float f = ig__load_f32((const unsigned char *)w->c.data + 4 * si);
+                            tmp[di] = scale ? (float)((double)f * scale[k]) : f;
+                            continue;
+                        }
                         double v = ig__elem_f64(w->c.dtype, w->c.data, si);
                         if (scale) v *= scale[k];
                         put_f(r->dtype, dst, (size_t)di, v);
                     }
+        if (tmp && r->dtype == INGOT_DTYPE_FLOAT16)
+            ig__f32_to_f16_n(tmp, dst, (size_t)(K * C * R * S), true);
+        else if (tmp)
+            memcpy(dst, tmp, sizeof(float) * (size_t)(K * C * R * S));
+        ig__free(tmp);
         break;
     }
     case IG_W_CONV_B: {
@@ -181,6 +212,56 @@ uint64_t ig__cu_weights_find(const ig_cu_weights *w, const ig_cu_wreq *r)
     return UINT64_MAX;
 }
 
+/* Converting the weights is most of an engine's creation (or an engine file's load): the requests are
+ * independent, so FILL_THREADS threads take them in turn. */
+#define FILL_THREADS 8
+
+typedef struct fill_job {
+    const ig_graph *g;
+    const ig_cu_weights *w;
+    unsigned char *host;
+    atomic_int next, failed;
+    ig_err err; /* the first failure */
+    pthread_mutex_t lock;
+} fill_job;
+
+static void *fill_worker(void *arg)
+{
+    fill_job *j = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->w->n || atomic_load(&j->failed)) return NULL;
+        ig_err e = {0};
+        if (ig__cu_wreq_fill(j->g, &j->w->reqs[i], j->host + j->w->offsets[i], &e) != INGOT_OK) {
+            pthread_mutex_lock(&j->lock);
+            if (!atomic_exchange(&j->failed, 1)) j->err = e;
+            pthread_mutex_unlock(&j->lock);
+            return NULL;
+        }
+    }
+}
+
+static ingot_status fill_all(const ig_graph *g, const ig_cu_weights *w, unsigned char *host, ig_err *err)
+{
+    fill_job j = {.g = g, .w = w, .host = host};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, 0);
+    pthread_mutex_init(&j.lock, NULL);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = w->n < FILL_THREADS ? w->n : FILL_THREADS;
+    if (cores > 0 && n > cores) n = (int)cores;
+    pthread_t t[FILL_THREADS];
+    int started = 0;
+    for (int k = 1; k < n; k++) /* this thread is worker 0 */
+        if (pthread_create(&t[started], NULL, fill_worker, &j) == 0) started++;
+    fill_worker(&j);
+    for (int k = 0; k < started; k++) pthread_join(t[k], NULL);
+    pthread_mutex_destroy(&j.lock);
+    if (!atomic_load(&j.failed)) return INGOT_OK;
+    *err = j.err;
+    return err->status;
+}
+
 ingot_status ig__cu_weights_build(const ig_graph *g, const ig_cu_prog *p, ig_cu_weights *w, ig_err *err)
 {
     ig__cu_weights_free(w);
@@ -206,9 +287,7 @@ ingot_status ig__cu_weights_build(const ig_graph *g, const ig_cu_prog *p, ig_cu_
         ig__cu_weights_free(w);
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory staging %zu bytes of weights", (size_t)off);
     }
-    for (int32_t i = 0; i < w->n && st == INGOT_OK; i++)
-        st = ig__cu_wreq_fill(g, &w->reqs[i], host + w->offsets[i], err);
-    if (st != INGOT_OK) goto fail;
+    if ((st = fill_all(g, w, host, err)) != INGOT_OK) goto fail;
     if ((st = IG_CU(err, NULL, ig__cu_malloc(&w->dev, off ? off : WEIGHT_ALIGN))) != INGOT_OK) {
         if (st == INGOT_ERR_DEVICE_OOM) {
             size_t free_b = 0, total_b = 0;

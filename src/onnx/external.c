@@ -117,6 +117,22 @@ ingot_status ig__onnx_external(ig_onnx_imp *im, const char *tensor, const char *
 {
     ig_pb_ctx *c = &im->pb;
     ig_onnx_file *file = im->file;
+    if (file && file->embedded) { /* an engine file: the weights section, nothing else */
+        if (strcmp(location, IG_ONNX_EMBEDDED) != 0)
+            return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                               "tensor '%.200s': external data location '%.200s' in an engine file (only '%s', "
+                               "the weights section, is allowed)",
+                               tensor, location, IG_ONNX_EMBEDDED);
+        if (offset > file->weights_size || (has_length && length > file->weights_size - offset))
+            return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                               "tensor '%.200s': %" PRIu64 " bytes at offset %" PRIu64
+                               " run past the end of the weights section (%zu bytes)",
+                               tensor, has_length ? length : 0, offset, file->weights_size);
+        size_t n = has_length ? (size_t)length : file->weights_size - (size_t)offset;
+        *data = n ? file->weights + offset : NULL;
+        *n_bytes = n;
+        return INGOT_OK;
+    }
     if (!file || !file->dir)
         return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
                            "tensor '%.200s' keeps its data in external file '%.200s', but the model was loaded "

@@ -796,15 +796,16 @@ static void hint_text(const ig_onnx_file *file, ig_err *err)
     snprintf(err->msg + len, sizeof err->msg - len, " (the file starts with text; an ONNX model is binary protobuf)");
 }
 
-static ingot_status import(ig_onnx_file *file, ig_graph *g, ig_err *err)
+/* Parse the ModelProto at pb[0 .. n) (file's model, or a graph embedded in it) into g. */
+static ingot_status import(ig_onnx_file *file, const uint8_t *pb, size_t n, ig_graph *g, ig_err *err)
 {
     ig_onnx_imp im;
     memset(&im, 0, sizeof im);
-    ig__pb_init(&im.pb, file->model.data, file->model.size, "ModelProto", err);
+    ig__pb_init(&im.pb, pb, n, "ModelProto", err);
     im.arena = &g->arena;
     im.file = file;
     im.load_external = file->opt.load_external_data;
-    if (file->model.size == 0) return ig__errf(err, INGOT_ERR_MODEL_PARSE, "ModelProto: the model is empty (0 bytes)");
+    if (n == 0) return ig__errf(err, INGOT_ERR_MODEL_PARSE, "ModelProto: the model is empty (0 bytes)");
     ingot_status st = parse_model(&im, g);
     if (st) {
         hint_text(file, err);
@@ -864,7 +865,7 @@ ingot_status ig__onnx_load_file(const char *path, const ig_onnx_options *opt, ig
         st = ig__errf(err, INGOT_ERR_IO, "cannot resolve the folder of model file '%s'", path);
         goto fail;
     }
-    if ((st = import(file, g, err))) goto fail;
+    if ((st = import(file, file->model.data, file->model.size, g, err))) goto fail;
     *out = file;
     return INGOT_OK;
 fail:
@@ -895,10 +896,53 @@ ingot_status ig__onnx_load_buffer(const void *data, size_t n, const char *base_d
         st = ig__errf(err, INGOT_ERR_IO, "cannot resolve the external data folder '%s'", base_dir);
         goto fail;
     }
-    if ((st = import(file, g, err))) goto fail;
+    if ((st = import(file, file->model.data, file->model.size, g, err))) goto fail;
     *out = file;
     return INGOT_OK;
 fail:
     ig__onnx_close(file);
+    return st;
+}
+
+ingot_status ig__onnx_open_container(const char *path, const void *buf, size_t n, bool use_mmap, ig_onnx_file **out,
+                                     const uint8_t **data, size_t *size, ig_err *err)
+{
+    *out = NULL;
+    ig_onnx_file *file = ig__calloc(1, sizeof *file);
+    if (!file) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory opening an engine file");
+    atomic_init(&file->refs, 1);
+    file->opt = (ig_onnx_options){use_mmap, true};
+    ingot_status st = INGOT_OK;
+    if (path) {
+        st = ig__onnx_blob_open(path, use_mmap, "engine file", &file->model, err);
+    } else if (n) {
+        if (!(file->model.heap = ig__malloc(n))) {
+            st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory copying a %zu-byte engine file", n);
+        } else {
+            memcpy(file->model.heap, buf, n);
+            file->model.data = file->model.heap;
+            file->model.size = n;
+        }
+    }
+    if (st != INGOT_OK) {
+        ig__onnx_close(file);
+        return st;
+    }
+    *out = file;
+    *data = file->model.data;
+    *size = file->model.size;
+    return INGOT_OK;
+}
+
+ingot_status ig__onnx_import_embedded(ig_onnx_file *file, const uint8_t *pb, size_t pb_len, const uint8_t *weights,
+                                      size_t weights_len, ig_graph *g, ig_err *err)
+{
+    file->embedded = true;
+    file->weights = weights;
+    file->weights_size = weights_len;
+    ingot_status st = import(file, pb, pb_len, g, err);
+    if (st == INGOT_ERR_MODEL_PARSE || st == INGOT_ERR_MODEL_INVALID || st == INGOT_ERR_MODEL_UNSUPPORTED_OP)
+        err->status = st = INGOT_ERR_ENGINE_FILE; /* what ingot wrote, it reads: anything else is damage */
+    if (st != INGOT_OK) ig__err_prefix(err, "engine file, section GRPH");
     return st;
 }

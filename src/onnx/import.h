@@ -26,6 +26,11 @@ struct ig_onnx_file {
     ig_onnx_options opt;
     int32_t n_ext, cap_ext;
     ig_onnx_blob *ext; /* [n_ext] external data files, each mapped once */
+    /* an engine file's graph (ig__onnx_import_embedded): its external data lies in these bytes of
+     * model, at location IG_ONNX_EMBEDDED, and nowhere else */
+    bool embedded;
+    const uint8_t *weights;
+    size_t weights_size;
 };
 
 /* ---- the onnx.proto messages ingot reads (schema.c) ---- */

@@ -63,4 +63,35 @@ ingot_status ig__onnx_read_tensor_file(const char *path, ig_arena *arena, ig_con
 ingot_status ig__onnx_read_tensor_buffer(const void *data, size_t n, const char *base_dir, ig_arena *arena,
                                          ig_const *out, ig_err *err);
 
+/* ---- writing (export.c) ---- */
+
+/* The external-data location of tensors whose bytes lie in the weights section of the engine file
+ * that holds the graph (ig__onnx_import_embedded), at IG_ONNX_EMBEDDED_ALIGN-aligned offsets. */
+#define IG_ONNX_EMBEDDED       "ingot:weights"
+#define IG_ONNX_EMBEDDED_ALIGN 64
+
+typedef struct ig_onnx_export_options {
+    ig_wbuf *weights;  /* NULL: every initializer's bytes inline (raw_data); else appended here, referenced
+                          as external data at IG_ONNX_EMBEDDED */
+    size_t inline_max; /* with weights: initializers smaller than this stay inline */
+    const char *producer, *producer_version; /* NULL: "ingot", "" */
+} ig_onnx_export_options;
+
+/* g as a serialized ModelProto into out (freed by the caller): its live nodes in id order, its
+ * initializers, declared inputs and outputs, opsets and metadata. */
+ingot_status ig__onnx_export(const ig_graph *g, const ig_onnx_export_options *o, ig_wbuf *out, ig_err *err);
+
+/* ---- engine files: a graph embedded in a container ---- */
+
+/* A file (or a copy of a buffer) held open as an ig_onnx_file whose model blob is the whole file, so
+ * that a graph embedded in it can be imported (ig__onnx_import_embedded) and its weights referenced in
+ * place for as long as the file object lives. *data and *size give the bytes. */
+ingot_status ig__onnx_open_container(const char *path, const void *buf, size_t n, bool use_mmap, ig_onnx_file **out,
+                                     const uint8_t **data, size_t *size, ig_err *err);
+/* Import the ModelProto at pb[0 .. pb_len) (inside file's bytes), whose external data must all lie in
+ * weights[0 .. weights_len) (also inside them) at location IG_ONNX_EMBEDDED; then sort and verify g as
+ * ig__onnx_load_file does. */
+ingot_status ig__onnx_import_embedded(ig_onnx_file *file, const uint8_t *pb, size_t pb_len, const uint8_t *weights,
+                                      size_t weights_len, ig_graph *g, ig_err *err);
+
 #endif

@@ -149,6 +149,16 @@ static ingot_status gctx_init(gctx *c, const ig_graph *g, const ig_plan_options 
             c->bytes[v] = b;
         }
     }
+    /* every tensor and scratch its own bytes bounds every sum the packers and the orderings make: past
+     * IG_PLAN_MAX_BYTES no machine has the memory, and below it int64 arithmetic cannot overflow */
+    uint64_t total = 0, cap = IG_PLAN_MAX_BYTES / 1024; /* KiB, each term rounded up: no overflow */
+    for (int32_t v = 0; v < g->n_values && total <= cap; v++) total += c->planned[v] ? c->bytes[v] / 1024 + 1 : 0;
+    for (int32_t k = 0; k < g->n_nodes && total <= cap; k++) total += c->scratch[k] / 1024 + (c->scratch[k] != 0);
+    if (total > cap)
+        return ig__errf(err, INGOT_ERR_MODEL_SHAPE,
+                        "the activations and scratch of these shapes would need more than the %" PRIu64
+                        " KiB ingot plans for",
+                        cap);
     /* aliases depend only on flags, sizes and graph outputs, not on the order */
     for (int32_t v = 0; v < g->n_values; v++) c->root0[v] = v;
     for (int32_t k = 0; k < c->n_exec; k++) {
@@ -279,15 +289,24 @@ static ingot_status layout_build(const gctx *c, const int32_t *order, int32_t ef
         L->kind[o] = IG_PLAN_INPLACE;
         if (L->last[o] > L->glast[r]) L->glast[r] = L->last[o];
     }
-    /* buffers: one per group, one per node that needs scratch */
+    /* buffers: one per group, one per node that needs scratch. Groups in the order their roots are
+     * produced (step, then output slot), never in value-id order: ids are an accident of how the graph
+     * was read (an engine file's import numbers values differently), and the packers' tie-breaks follow
+     * buffer order, so this keeps the plan a function of the graph alone. */
     int32_t k = 0;
-    for (int32_t v = 0; v < g->n_values; v++) {
-        if (!c->planned[v] || L->root[v] != v) continue;
-        L->bufs[k] = (ig_pack_buf){c->bytes[v] + c->o.guard, L->first[v], L->glast[v]};
-        L->buf_value[k] = v;
-        L->buf_node[k] = -1;
-        L->buf_of_value[v] = k;
-        k++;
+    for (int32_t s = 0; s < ns; s++) {
+        const ig_node *n = &g->nodes[order[s]];
+        for (int32_t j = 0; j < n->n_outputs; j++) {
+            int32_t v = n->outputs[j];
+            if (v < 0 || !c->planned[v] || L->root[v] != v || L->buf_of_value[v] >= 0 ||
+                g->values[v].producer != order[s])
+                continue;
+            L->bufs[k] = (ig_pack_buf){c->bytes[v] + c->o.guard, L->first[v], L->glast[v]};
+            L->buf_value[k] = v;
+            L->buf_node[k] = -1;
+            L->buf_of_value[v] = k;
+            k++;
+        }
     }
     for (int32_t s = 0; s < ns; s++) {
         uint64_t sc = c->scratch[order[s]];

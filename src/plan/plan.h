@@ -98,6 +98,10 @@ typedef struct ig_plan_options {
 
 ig_plan_options ig__plan_options_default(void);
 
+/* The most bytes of activations and scratch a plan may add up to (1 PiB): larger shapes fail planning
+ * with INGOT_ERR_MODEL_SHAPE instead of overflowing the arithmetic of the packers. */
+#define IG_PLAN_MAX_BYTES ((uint64_t)1 << 50)
+
 typedef struct ig_plan_value {
     uint64_t offset;     /* into the arena (meaningless for IG_PLAN_NONE) */
     uint64_t bytes;      /* the value's own size, unaligned */

@@ -2,8 +2,8 @@
 # Build the libFuzzer targets with clang (ASan + UBSan), replay every saved regression input, then
 # fuzz for a bounded time over a fresh seed corpus (gen_seeds.py + the malformed corpus).
 #
-#   tests/fuzz/run.sh [SECONDS]      (default 60; half to fuzz_load, a quarter each to fuzz_reader and
-#                                     fuzz_tensor)
+#   tests/fuzz/run.sh [SECONDS]      (default 60: 30% to fuzz_load, 30% to fuzz_engine, 20% each to
+#                                     fuzz_reader and fuzz_tensor)
 #
 # A crash, leak, UB report or timeout fails the run; libFuzzer writes the input that caused it into
 # tests/fuzz/regressions/<target>/ so it is kept, fixed, and replayed from then on (the README there lists
@@ -27,13 +27,24 @@ quiet() { # quiet WHAT COMMAND...
 }
 quiet configure env CC=clang cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_FUZZERS=ON \
   -DINGOT_BUILD_TESTS=OFF -DINGOT_CUDA=OFF -DINGOT_SANITIZE_ADDRESS=ON -DINGOT_SANITIZE_UNDEFINED=ON
-quiet build cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor
+quiet build cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor fuzz_engine ingot
 
 corpus=$build/fuzz-corpus
 rm -rf "$corpus/seeds" "$corpus/malformed"
 python3 "$here/tests/fuzz/gen_seeds.py" "$corpus/seeds"
 python3 "$here/tests/malformed/gen_malformed.py" "$corpus/malformed" >/dev/null
-mkdir -p "$corpus/load" "$corpus/reader" "$corpus/tensor" "$regs/load" "$regs/reader" "$regs/tensor"
+mkdir -p "$corpus/load" "$corpus/reader" "$corpus/tensor" "$corpus/engine" "$regs/load" "$regs/reader" \
+  "$regs/tensor" "$regs/engine"
+# engine-file seeds: CPU engines of the seed models that build (the others are no seeds)
+rm -rf "$corpus/seeds/engine" && mkdir -p "$corpus/seeds/engine"
+for m in "$corpus"/seeds/load/*; do
+  ASAN_OPTIONS=detect_leaks=0 "$build/ingot" build "$m" -o "$corpus/seeds/engine/$(basename "$m").ingot" --cpu \
+    >/dev/null 2>&1 || true
+done
+find "$corpus/seeds/engine" -type f -size +64k -delete # small seeds: mutations stay fast
+n_engine=$(find "$corpus/seeds/engine" -type f | wc -l)
+[ "$n_engine" -gt 0 ] || { echo "fuzz: no engine-file seed could be built"; exit 1; }
+echo "fuzz: $n_engine engine-file seeds"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -41,7 +52,7 @@ opts=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -print_final_stats=1)
 
 # 1. regressions: each saved input once, in its own process so every crashing one is named
 bad=0
-for t in load reader tensor; do
+for t in load reader tensor engine; do
   mapfile -t files < <(find "$regs/$t" -type f ! -name '.*' | sort)
   echo "fuzz: replaying ${#files[@]} regression inputs of fuzz_$t"
   for f in "${files[@]}"; do
@@ -77,7 +88,8 @@ run() { # run TARGET SECONDS SEED_DIRS...
   fi
   return "$rc"
 }
-run load $((secs / 2)) "$corpus/seeds/load" "$corpus/malformed"
-run reader $((secs / 4)) "$corpus/seeds/load" "$corpus/malformed"
-run tensor $((secs - secs / 2 - secs / 4)) "$corpus/seeds/tensor"
+run load $((secs * 3 / 10)) "$corpus/seeds/load" "$corpus/malformed"
+run engine $((secs * 3 / 10)) "$corpus/seeds/engine"
+run reader $((secs / 5)) "$corpus/seeds/load" "$corpus/malformed"
+run tensor $((secs - secs * 3 / 10 - secs * 3 / 10 - secs / 5)) "$corpus/seeds/tensor"
 echo "fuzz: done, no crashes"

@@ -5,10 +5,10 @@
  * thread's own stream (CUDA Graph replay) -- and every output must equal, bit for bit, what one
  * context on one thread computed before. scripts/gpu_check.sh runs it on a GPU.
  *
- * The engine is built with cuda_tune = 0: algorithm timing is a context's (it runs on the context's own
- * buffers), and two contexts timing the same candidates may keep different fp32 kernels, whose results
- * differ in the last bits. With the libraries' heuristic choice every context runs the same kernels,
- * so any difference left is a race.
+ * Algorithms are tuned (cuda_tune = 1): the reference context times them into the engine's table
+ * (src/cuda/algos.c), and every later context of the engine runs the table's choices, so the threads
+ * run exactly the reference's kernels and any difference left is a race. (Before the table, each
+ * context timed its own and two could keep different fp32 kernels, differing in the last bits.)
  *
  *   test_gpu_threads DIR [RUNS]     DIR: model.onnx and input_<i>.npy (tests/gpu/make_models.py)
  */
@@ -143,7 +143,7 @@ static int run_precision(const char *dir, ingot_dtype precision, int64_t runs)
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CUDA;
     bo.precision = precision;
-    bo.cuda_tune = 0;
+    bo.cuda_tune = 1;
     if (ingot_engine_build(rt, m, &bo, &sh.e) != INGOT_OK) {
         printf("FAIL %s %s: build: %s\n", dir, pn, ingot_runtime_errmsg(rt));
         goto out;

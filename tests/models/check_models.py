@@ -248,6 +248,26 @@ def check(ingot, label, path, batch, image_like, work, verbose):
                 problems.append(f"{mode}: output '{name}': {why}")
             elif mode == "opt":
                 figures.append(f"{name} {rel:.2g}")
+    # the same through an engine file: ingot build, then run the .ingot -- bit-identical to "opt"
+    eng = os.path.join(d, "model.ingot")
+    bargs = [ingot, "build", path, "-o", eng, "--cpu"] + (["--batch", str(batch)] if batch else [])
+    rc, out, err = common.run(bargs, timeout=600)
+    if rc != 0:
+        return False, f"FAIL {label} (engine file): ingot build exited {rc}: {common.first_line(err) or common.first_line(out)}"
+    out_dir = os.path.join(d, "out_engine")
+    os.makedirs(out_dir, exist_ok=True)
+    eargs = [eng if a == path else a for a in args]
+    if "--batch" in eargs:  # the engine's inputs come as files: their shapes decide
+        k = eargs.index("--batch")
+        del eargs[k:k + 2]
+    rc, out, err = common.run(eargs + ["--output-dir", out_dir], timeout=600)
+    if rc != 0:
+        return False, f"FAIL {label} (engine file): ingot run exited {rc}: {common.first_line(err) or common.first_line(out)}"
+    for name in want:
+        f = os.path.join(out_dir, safe_name(name) + ".npy")
+        if name in got["opt"] and (not os.path.exists(f) or not np.array_equal(np.load(f), got["opt"][name], equal_nan=True)):
+            problems.append(f"engine file: output '{name}' differs from the engine built from the model")
+    figures.append("engine file bit-identical")
     for name in want:  # optimized against as imported
         if name in got["opt"] and name in got["no-opt"]:
             why, rel = compare(got["opt"][name], got["no-opt"][name])

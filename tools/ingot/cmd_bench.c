@@ -1,8 +1,9 @@
 /*
  * cmd_bench.c -- `ingot bench`: how fast a model runs, and what it costs, on the GPU (trtexec's job).
  *
- *   ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N] [--no-graph]
- *                          [--json] [--workspace MB] [--profile] [--cpu] [--no-optimize] [--disable-pass P]
+ *   ingot bench MODEL.onnx [--fp16] [--batch N] [--shapes NAME:DIMS] [--iterations N | --duration S]
+ *                          [--warmup N] [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]
+ *                          [--device cpu|cuda] [--no-optimize] [--disable-pass P]
  *
  * Reports throughput (back-to-back runs, one synchronisation at the end), latency min/median/mean/p90/
  * p99/max both as GPU time (CUDA events around each run) and host wall time (enqueue to completion),
@@ -11,7 +12,9 @@
  * measured by cudaMemGetInfo deltas: CUDA context growth, library handles, kernels, graphs), and the
  * device allocations and frees the library made during the timed runs (must be 0). Inputs are random
  * and resident on the GPU before timing, as for the PyTorch baselines. Without a usable GPU it says so
- * and times the CPU backend instead.
+ * and times the CPU backend instead; every option the CPU backend does not take is then named in a
+ * warning. Throughput counts the batch that ran: the leading dim of the inputs as bound, whatever
+ * --batch asked for (a model with a fixed batch runs its own).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
@@ -29,28 +32,36 @@
 
 typedef struct bench_opts {
     const char *path;
-    int64_t batch, iterations, warmup, workspace_mb;
+    int64_t iterations, warmup, workspace_mb;
     double duration;
-    int fp16, graph, json, profile, cpu;
-    ig_cli_opt opt; /* --no-optimize, --disable-pass */
+    int fp16, graph, json, profile, cpu, cuda;
+    int given_warmup, given_workspace; /* set explicitly (the CPU backend warns about what it ignores) */
+    ig_cli_opt opt;                    /* --no-optimize, --disable-pass */
+    ig_cli_shapes shapes;              /* --batch, --shapes */
 } bench_opts;
 
 static void bench_usage(FILE *f)
 {
-    fprintf(f, "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--iterations N | --duration S] [--warmup N]\n"
-               "                   [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]\n"
+    fprintf(f, "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--shapes NAME:DIMS[,...]]\n"
+               "                   [--iterations N | --duration S] [--warmup N] [--no-graph] [--json]\n"
+               "                   [--workspace MB] [--profile] [--cpu | --device cpu|cuda]\n"
                "                   [--no-optimize] [--disable-pass NAME[,NAME]]\n"
-               "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off)\n"
-               "  --batch N       bind symbolic leading dims to N (default 1)\n"
+               "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off; CUDA only)\n"
+               "  --batch N       bind each input's symbolic leading dim to N (default 1); a model whose batch\n"
+               "                  is fixed runs its own, and throughput counts what ran\n"
+               "  --shapes N:DIMS whole input shapes, e.g. --shapes input_ids:4x128 (repeatable); a symbolic\n"
+               "                  dim --batch does not cover must be given here\n"
                "  --iterations N  timed runs (default: as many as --duration allows, at least 20)\n"
                "  --duration S    seconds of timed runs per phase (default 2)\n"
-               "  --warmup N      untimed runs after the first (default 20)\n"
-               "  --no-graph      launch steps one by one instead of replaying a CUDA Graph\n"
+               "  --warmup N      untimed runs after the first (default 20 on the GPU, 0 on the CPU)\n"
+               "  --no-graph      launch steps one by one instead of replaying a CUDA Graph (CUDA only)\n"
                "  --json          one JSON object on stdout\n"
-               "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256)\n"
+               "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256; CUDA only)\n"
                "  --profile       also time every step once (stream execution) and list the slowest\n"
-               "                  (--profile-all: and then every step in program order)\n"
-               "  --cpu           time the CPU backend even when a GPU is present\n" IG_CLI_OPT_USAGE);
+               "                  (--profile-all: and then every step in program order; CUDA only)\n"
+               "  --device D      cuda: the GPU or an error; cpu: the CPU backend (default: the GPU when\n"
+               "                  one is usable, else the CPU, saying why)\n"
+               "  --cpu           the same as --device cpu\n" IG_CLI_OPT_USAGE);
 }
 
 static double now_ms(void)
@@ -146,7 +157,6 @@ static void *random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed)
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->batch = 1;
     o->warmup = 20;
     o->duration = 2.0;
     o->graph = 1;
@@ -155,6 +165,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = ig__cli_opt_arg(argc, argv, &i, &o->opt);
+        if (r == 0) r = ig__cli_shapes_arg("ingot bench", argc, argv, &i, &o->shapes);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(a, "--fp16"))
@@ -169,14 +180,22 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             o->profile = 2;
         else if (!strcmp(a, "--cpu"))
             o->cpu = 1;
-        else if (!strcmp(a, "--batch") && i + 1 < argc) {
-            if (!ig__cli_parse_i64("--batch", argv[++i], 1, &o->batch)) return 2;
+        else if (!strcmp(a, "--device") && i + 1 < argc) {
+            const char *d = argv[++i];
+            if (strcmp(d, "cpu") != 0 && strcmp(d, "cuda") != 0) {
+                fprintf(stderr, "ingot bench: --device expects cpu or cuda, got '%s'\n", d);
+                return 2;
+            }
+            o->cpu = !strcmp(d, "cpu");
+            o->cuda = !o->cpu;
         } else if (!strcmp(a, "--iterations") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--iterations", argv[++i], 1, &o->iterations)) return 2;
         } else if (!strcmp(a, "--warmup") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--warmup", argv[++i], 0, &o->warmup)) return 2;
+            o->given_warmup = 1;
         } else if (!strcmp(a, "--workspace") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--workspace", argv[++i], 0, &o->workspace_mb)) return 2;
+            o->given_workspace = 1;
         } else if (!strcmp(a, "--duration") && i + 1 < argc) {
             char *end = NULL;
             o->duration = strtod(argv[++i], &end);
@@ -199,7 +218,19 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         bench_usage(stderr);
         return 2;
     }
+    if (o->cpu && o->cuda) {
+        fprintf(stderr, "ingot bench: --cpu and --device cuda contradict each other\n");
+        return 2;
+    }
     return 0;
+}
+
+/* Open the model and bind its inputs: concrete shapes, leading dims 1 unless --batch says otherwise. */
+static int open_target(const bench_opts *o, ig_cli_target *t)
+{
+    ig__cli_target_init(t, "ingot bench");
+    t->shapes = o->shapes;
+    return ig__cli_open(t, o->path) && ig__cli_bind(t, IG_CLI_BIND_DEFAULT_1 | IG_CLI_BIND_CONCRETE, NULL, 0);
 }
 
 /* s as a JSON string body (quotes and control characters escaped). */
@@ -231,50 +262,52 @@ static void print_ctx_err(const char *what, const ingot_context *c)
 
 /* ---- CPU ------------------------------------------------------------------------------------------ */
 
+/* Say, for each option given that the CPU backend does not take, that it is ignored. */
+static void warn_cpu_ignored(const bench_opts *o)
+{
+    if (o->fp16) fprintf(stderr, "ingot bench: warning: --fp16 ignored: the CPU backend computes in float32\n");
+    if (o->profile)
+        fprintf(stderr, "ingot bench: warning: --profile%s ignored: per-step profiles are CUDA only\n",
+                o->profile == 2 ? "-all" : "");
+    if (!o->graph) fprintf(stderr, "ingot bench: warning: --no-graph ignored: CUDA Graphs are CUDA only\n");
+    if (o->given_workspace)
+        fprintf(stderr, "ingot bench: warning: --workspace ignored: it limits cuDNN/cuBLASLt workspaces\n");
+}
+
 static int bench_cpu(const bench_opts *o, const char *why)
 {
-    ingot_runtime *rt = NULL;
-    if (ingot_runtime_create(&rt) != INGOT_OK) return 1;
+    ig_cli_target t;
     int rc = 1;
-    ingot_model *m = NULL;
-    ingot_engine *e = NULL;
     ingot_context *c = NULL;
     ingot_tensor ins[64];
     int64_t n_in = 0;
     memset(ins, 0, sizeof ins);
     double *lat_h = NULL;
-    if (!o->json) printf("ingot bench: %s; timing the CPU backend\n", why);
-    if (o->fp16) fprintf(stderr, "ingot bench: --fp16 ignored: the CPU backend computes in float32\n");
-    if (!(m = ig__cli_load_model(rt, o->path, o->batch))) goto out;
+    if (!o->json)
+        printf("ingot bench: %s; timing the CPU backend%s\n", why,
+               o->cpu ? "" : " (--device cpu or --cpu chooses it without looking for a GPU)");
+    warn_cpu_ignored(o);
+    if (!open_target(o, &t)) goto out;
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CPU;
     ig__cli_opt_apply(&o->opt, &bo);
     double t0 = now_ms();
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
-        print_err("build", rt);
-        goto out;
-    }
-    if (ingot_context_create(e, NULL, &c) != INGOT_OK) {
-        print_err("context", rt);
+    if (!ig__cli_build(&t, &bo)) goto out;
+    if (ingot_context_create(t.engine, NULL, &c) != INGOT_OK) {
+        print_err("context", t.rt);
         goto out;
     }
     double build_ms = now_ms() - t0;
     uint64_t seed = 1;
-    n_in = ingot_model_input_count(m);
-    if (n_in > 64) goto out;
+    n_in = ig__cli_input_count(&t);
+    if (n_in > 64) {
+        fprintf(stderr, "ingot bench: more than 64 inputs\n");
+        n_in = 0;
+        goto out;
+    }
     for (int64_t i = 0; i < n_in; i++) {
-        ingot_tensor_info ti;
-        ingot_model_input_info(m, i, &ti);
-        ins[i].name = ti.name;
-        ins[i].dtype = ti.dtype;
-        ins[i].rank = ti.rank;
-        size_t numel = 1;
-        for (int32_t k = 0; k < ti.rank; k++) {
-            ins[i].dims[k] = ti.dims[k].symbol ? ti.dims[k].value * o->batch : ti.dims[k].value;
-            numel *= (size_t)ins[i].dims[k];
-        }
-        ins[i].bytes = numel * ingot_dtype_size(ti.dtype);
-        if (!(ins[i].data = random_bytes(ti.dtype, ins[i].bytes, &seed))) goto out;
+        if (!ig__cli_input_tensor(&t, i, &ins[i])) goto out; /* bound concrete above */
+        if (!(ins[i].data = random_bytes(ins[i].dtype, ins[i].bytes, &seed))) goto out;
     }
     double f0 = now_ms();
     if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
@@ -282,6 +315,12 @@ static int bench_cpu(const bench_opts *o, const char *why)
         goto out;
     }
     double first_ms = now_ms() - f0;
+    int64_t warmup = o->given_warmup ? o->warmup : 0; /* the CPU has no caches to fill beyond the first run */
+    for (int64_t i = 0; i < warmup; i++)
+        if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
+            print_ctx_err("warm-up", c);
+            goto out;
+        }
     int64_t iters = o->iterations ? o->iterations : 0;
     if (!iters) iters = first_ms > 0 ? (int64_t)(o->duration * 1e3 / first_ms) : 10;
     if (iters < 3) iters = 3;
@@ -297,20 +336,21 @@ static int bench_cpu(const bench_opts *o, const char *why)
         lat_h[i] = now_ms() - a;
     }
     lat l = summarize(lat_h, iters);
+    double per_s = l.mean > 0 ? (double)t.batch * 1e3 / l.mean : 0;
     if (o->json) {
         printf("{\n  \"model\": \"");
         json_str(o->path);
         printf("\",\n  \"backend\": \"cpu\",\n  \"reason\": \"");
         json_str(why);
-        printf("\",\n  \"batch\": %" PRId64 ",\n  \"iterations\": %" PRId64 ",\n  \"build_ms\": %.3f,\n"
-               "  \"first_run_ms\": %.3f,\n  \"throughput_per_s\": %.2f,\n",
-               o->batch, iters, build_ms, first_ms, l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
+        printf("\",\n  \"batch\": %" PRId64 ",\n  \"iterations\": %" PRId64 ",\n  \"warmup\": %" PRId64
+               ",\n  \"build_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n  \"throughput_per_s\": %.2f,\n",
+               t.batch, iters, warmup, build_ms, first_ms, per_s);
         json_lat("latency_host_ms", l, 1);
         printf("}\n");
     } else {
-        printf("model %s, batch %" PRId64 ", CPU backend, %" PRId64 " iterations\n", o->path, o->batch, iters);
+        printf("model %s, batch %" PRId64 ", CPU backend, %" PRId64 " iterations\n", o->path, t.batch, iters);
         printf("  build %.1f ms, first run %.1f ms\n", build_ms, first_ms);
-        printf("  throughput %.2f per s\n", l.mean > 0 ? (double)o->batch * 1e3 / l.mean : 0);
+        printf("  throughput %.2f per s (batch %" PRId64 " per run)\n", per_s, t.batch);
         print_lat("latency (host)", l);
     }
     rc = 0;
@@ -318,9 +358,7 @@ out:
     for (int64_t i = 0; i < n_in; i++) free(ins[i].data);
     free(lat_h);
     ingot_context_destroy(c);
-    ingot_engine_destroy(e);
-    ingot_model_destroy(m);
-    ingot_runtime_destroy(rt);
+    ig__cli_close(&t);
     return rc;
 }
 
@@ -337,11 +375,9 @@ out:
 
 static int bench_gpu(const bench_opts *o)
 {
-    ingot_runtime *rt = NULL;
-    if (ingot_runtime_create(&rt) != INGOT_OK) return 1;
+    ig_cli_target t;
+    ig__cli_target_init(&t, "ingot bench");
     int rc = 1;
-    ingot_model *m = NULL;
-    ingot_engine *e = NULL;
     ingot_context *c = NULL;
     ingot_tensor ins[64], outs[64];
     int64_t n_in = 0, n_out = 0;
@@ -365,22 +401,19 @@ static int bench_gpu(const bench_opts *o)
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CK(cudaMemGetInfo(&free0, &total));
 
-    if (!(m = ig__cli_load_model(rt, o->path, o->batch))) goto out;
+    if (!open_target(o, &t)) goto out;
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CUDA;
     bo.precision = o->fp16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
     bo.workspace_limit = (size_t)o->workspace_mb << 20;
     ig__cli_opt_apply(&o->opt, &bo);
     double t0 = now_ms();
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
-        print_err("build", rt);
-        goto out;
-    }
+    if (!ig__cli_build(&t, &bo)) goto out;
     double build_ms = now_ms() - t0;
     CK(cudaMemGetInfo(&free1, &total));
     t0 = now_ms();
-    if (ingot_context_create(e, NULL, &c) != INGOT_OK) {
-        print_err("context", rt);
+    if (ingot_context_create(t.engine, NULL, &c) != INGOT_OK) {
+        print_err("context", t.rt);
         goto out;
     }
     double ctx_ms = now_ms() - t0;
@@ -389,22 +422,16 @@ static int bench_gpu(const bench_opts *o)
 
     /* inputs (random, on the device) and outputs */
     uint64_t seed = 1;
-    n_in = ingot_model_input_count(m);
-    n_out = ingot_model_output_count(m);
-    if (n_in > 64 || n_out > 64) goto out;
+    n_in = ig__cli_input_count(&t);
+    n_out = ig__cli_output_count(&t);
+    if (n_in > 64 || n_out > 64) {
+        fprintf(stderr, "ingot bench: more than 64 inputs or outputs\n");
+        n_in = n_out = 0;
+        goto out;
+    }
     for (int64_t i = 0; i < n_in; i++) {
-        ingot_tensor_info ti;
-        ingot_model_input_info(m, i, &ti);
-        ins[i].name = ti.name;
-        ins[i].dtype = ti.dtype;
-        ins[i].rank = ti.rank;
-        size_t numel = 1;
-        for (int32_t k = 0; k < ti.rank; k++) {
-            ins[i].dims[k] = ti.dims[k].symbol ? ti.dims[k].value * o->batch : ti.dims[k].value;
-            numel *= (size_t)ins[i].dims[k];
-        }
-        ins[i].bytes = numel * ingot_dtype_size(ti.dtype);
-        void *h = random_bytes(ti.dtype, ins[i].bytes, &seed);
+        if (!ig__cli_input_tensor(&t, i, &ins[i])) goto out; /* bound concrete above */
+        void *h = random_bytes(ins[i].dtype, ins[i].bytes, &seed);
         if (!h) goto out;
         CK(cudaMalloc(&ins[i].data, ins[i].bytes ? ins[i].bytes : 1));
         cudaError_t ce = cudaMemcpy(ins[i].data, h, ins[i].bytes, cudaMemcpyHostToDevice);
@@ -489,7 +516,7 @@ static int bench_gpu(const bench_opts *o)
     cudaEventElapsedTime(&total_ms, ev[n_ev - 2], ev[n_ev - 1]);
     CK(cudaMemGetInfo(&free4, &total));
     ingot_cuda_alloc_counts(&nm1, &nf1, &live);
-    double per_s = total_ms > 0 ? (double)o->batch * (double)iters * 1e3 / total_ms : 0;
+    double per_s = total_ms > 0 ? (double)t.batch * (double)iters * 1e3 / total_ms : 0;
 
     ingot_cuda_stats st;
     memset(&st, 0, sizeof st);
@@ -516,7 +543,7 @@ static int bench_gpu(const bench_opts *o)
         json_str(prop.name);
         printf("\",\n  \"driver\": %d,\n  \"runtime\": %d,\n  \"precision\": \"%s\",\n  \"batch\": %" PRId64 ",\n"
                "  \"graph\": %d,\n  \"graph_captured\": %d,\n  \"graph_fallback\": \"",
-               driver, runtime, prec, o->batch, o->graph, st.graph_captured);
+               driver, runtime, prec, t.batch, o->graph, st.graph_captured);
         json_str(st.graph_fallback);
         printf("\",\n  \"iterations\": %" PRId64 ",\n", iters);
         printf("  \"build_ms\": %.3f,\n  \"context_ms\": %.3f,\n  \"tune_ms\": %.3f,\n  \"first_run_ms\": %.3f,\n",
@@ -536,7 +563,7 @@ static int bench_gpu(const bench_opts *o)
                st.n_steps, st.n_nodes_fused, st.graph_updates);
     } else {
         printf("model %s on %s (driver %d, runtime %d), %s, batch %" PRId64 ", CUDA graph %s\n", o->path, prop.name,
-               driver, runtime, prec, o->batch,
+               driver, runtime, prec, t.batch,
                !o->graph           ? "off"
                : st.graph_captured ? "on"
                                    : "FAILED (step by step)");
@@ -565,13 +592,13 @@ static int bench_gpu(const bench_opts *o)
             for (int64_t k = 0; k < n_prof; k++) idx[k] = k;
             for (int64_t a = 1; a < n_prof; a++)
                 for (int64_t b = a; b > 0 && pms[idx[b]] > pms[idx[b - 1]]; b--) {
-                    int64_t t = idx[b];
+                    int64_t tmp = idx[b];
                     idx[b] = idx[b - 1];
-                    idx[b - 1] = t;
+                    idx[b - 1] = tmp;
                 }
             fprintf(pf,
                     "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
-                    o->path, o->batch, tot, n_prof);
+                    o->path, t.batch, tot, n_prof);
             for (int64_t k = 0; k < n_prof && k < 25; k++)
                 fprintf(pf, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
                         labels[idx[k]]);
@@ -607,10 +634,8 @@ out:
     for (int64_t i = 0; i < n_in; i++) cudaFree(ins[i].data);
     for (int64_t j = 0; j < n_out; j++) cudaFree(outs[j].data);
     ingot_context_destroy(c);
-    ingot_engine_destroy(e);
-    ingot_model_destroy(m);
+    ig__cli_close(&t);
     if (stream) cudaStreamDestroy(stream);
-    ingot_runtime_destroy(rt);
     return rc;
 }
 #endif
@@ -620,11 +645,17 @@ int ig__cmd_bench(int argc, char **argv)
     bench_opts o;
     int r = parse_args(argc, argv, &o);
     if (r) return r == 1 ? 0 : r;
+    if (o.cpu) return bench_cpu(&o, "--device cpu given");
 #ifdef INGOT_HAVE_CUDA
     char why[512] = "";
-    if (!o.cpu && ingot_cuda_available(why, sizeof why)) return bench_gpu(&o);
-    return bench_cpu(&o, o.cpu ? "--cpu given" : why[0] ? why : "no usable GPU");
+    if (ingot_cuda_available(why, sizeof why)) return bench_gpu(&o);
 #else
-    return bench_cpu(&o, "this build has no CUDA backend");
+    const char *why = "this build of ingot has no CUDA backend";
 #endif
+    if (o.cuda) {
+        fprintf(stderr, "ingot bench: --device cuda: %s (--device cpu times the CPU backend)\n",
+                why[0] ? why : "no usable GPU");
+        return 1;
+    }
+    return bench_cpu(&o, why[0] ? why : "no usable NVIDIA GPU or driver found");
 }

@@ -17,10 +17,12 @@
 static void plan_usage(FILE *f)
 {
     fprintf(f,
-            "usage: ingot plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE] [--align N]\n"
-            "                  [--workspace BYTES] [--no-reorder] [--effort 0|1|2] [--no-optimize]\n"
-            "                  [--disable-pass NAME[,NAME]]\n"
-            "  --batch N          bind every symbolic leading input dim to N (default 1 when symbolic)\n"
+            "usage: ingot plan MODEL.onnx [--batch N] [--shapes NAME:DIMS[,...]] [--json] [--svg FILE]\n"
+            "                  [--trace FILE] [--align N] [--workspace BYTES] [--no-reorder] [--effort 0|1|2]\n"
+            "                  [--no-optimize] [--disable-pass NAME[,NAME]]\n"
+            "  --batch N          bind each input's symbolic leading dim to N (default 1; other dims are\n"
+            "                     left alone: a dim still symbolic is an error, bind it with --shapes)\n"
+            "  --shapes N:DIMS    whole input shapes, e.g. --shapes input_ids:4x128 (repeatable)\n"
             "  --json             the plan as JSON on stdout (instead of the table)\n"
             "  --svg FILE         a picture of the arena: x = step, y = offset, a rectangle per tensor\n"
             "  --trace FILE       Chrome trace / Perfetto JSON: live bytes per step, a slice per node and tensor\n"
@@ -62,17 +64,6 @@ static int write_file(const char *path, const ig_graph *g, const ig_plan *p,
     return 1;
 }
 
-static int has_symbolic_inputs(const ingot_model *m)
-{
-    for (int64_t i = 0; i < ingot_model_input_count(m); i++) {
-        ingot_tensor_info t;
-        ingot_model_input_info(m, i, &t);
-        for (int32_t k = 0; k < t.rank; k++)
-            if (t.dims[k].symbol) return 1;
-    }
-    return 0;
-}
-
 static void print_table(const ig_graph *g, const ig_plan *p)
 {
     printf("\n%5s %5s  %-40s %-28s %12s %12s  %s\n", "first", "last", "tensor", "producer", "bytes", "offset", "kind");
@@ -99,21 +90,22 @@ static void print_table(const ig_graph *g, const ig_plan *p)
 int ig__cmd_plan(int argc, char **argv)
 {
     const char *path = NULL, *svg = NULL, *trace = NULL;
-    int64_t batch = 0, align = IG_PLAN_ALIGN_DEFAULT, workspace = 0, effort = 1;
+    int64_t align = IG_PLAN_ALIGN_DEFAULT, workspace = 0, effort = 1;
     int json = 0, reorder = 1;
     ig_cli_opt oo;
     ig__cli_opt_init(&oo);
+    ig_cli_target t;
+    ig__cli_target_init(&t, "ingot plan");
     for (int i = 1; i < argc; i++) {
         int r = ig__cli_opt_arg(argc, argv, &i, &oo);
+        if (r == 0) r = ig__cli_shapes_arg(t.cmd, argc, argv, &i, &t.shapes);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (!strcmp(argv[i], "--no-reorder"))
             reorder = 0;
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
-            if (!ig__cli_parse_i64("--batch", argv[++i], 1, &batch)) return 2;
-        } else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
             if (!ig__cli_parse_i64("--align", argv[++i], 1, &align)) return 2;
             if (align & (align - 1)) {
                 fprintf(stderr, "ingot plan: --align expects a power of two, got %" PRId64 "\n", align);
@@ -141,35 +133,18 @@ int ig__cmd_plan(int argc, char **argv)
         plan_usage(stderr);
         return 2;
     }
-    ingot_runtime *rt = NULL;
-    if (ingot_runtime_create(&rt) != INGOT_OK) {
-        fprintf(stderr, "ingot: out of memory\n");
-        return 1;
-    }
     int rc = 1;
     ig_plan p;
     memset(&p, 0, sizeof p);
-    ingot_engine *e = NULL;
-    ingot_model *m = ig__cli_load_model(rt, path, batch);
-    if (!m) goto out;
-    /* a plan needs concrete sizes: bind a symbolic batch to 1 unless the user chose one */
-    if (!batch && has_symbolic_inputs(m)) {
-        batch = 1;
-        if (ingot_model_set_batch(m, 1) != INGOT_OK || ingot_model_infer(m) != INGOT_OK) {
-            fprintf(stderr, "ingot: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
-            goto out;
-        }
-        if (!json) printf("(symbolic leading dims bound to 1; use --batch N)\n");
-    }
+    /* a plan needs concrete sizes: symbolic leading dims default to 1, any other must be bound */
+    if (!ig__cli_open(&t, path) || !ig__cli_bind(&t, IG_CLI_BIND_DEFAULT_1 | IG_CLI_BIND_CONCRETE, NULL, 0)) goto out;
     /* the graph an engine runs: optimized, inferred at the shapes bound on the model */
     ingot_build_options bo = ingot_build_options_default();
-    bo.backend = INGOT_BACKEND_CPU;
+    bo.backend = t.model ? INGOT_BACKEND_CPU : INGOT_BACKEND_AUTO; /* an engine file: as built */
     bo.n_threads = 1;
     ig__cli_opt_apply(&oo, &bo);
-    if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
-        fprintf(stderr, "ingot plan: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
-        goto out;
-    }
+    if (!ig__cli_build(&t, &bo)) goto out;
+    ingot_engine *e = t.engine;
     const ig_graph *g = ig__engine_graph(e);
     if (!g) {
         fprintf(stderr, "ingot plan: the engine's graph has no concrete shapes\n");
@@ -219,7 +194,7 @@ int ig__cmd_plan(int argc, char **argv)
     char b1[32], b2[32];
     double ratio = p.lower_bound ? (double)p.arena_bytes / (double)p.lower_bound : 1.0;
     printf("model: %s", path);
-    if (batch) printf(" (batch %" PRId64 ")", batch);
+    if (t.n_inputs) printf(" (batch %" PRId64 ")", t.batch);
     printf("\nplan: %d steps, %d tensors in the arena (%d zero-copy aliases, %d in place), %d nodes with scratch\n",
            (int)p.n_steps, (int)n_t, (int)n_alias, (int)n_inplace, (int)n_scratch);
     printf("  arena          %-12s (%" PRIu64 " bytes, alignment %" PRIu64 ")\n", mib(p.arena_bytes, b1, sizeof b1),
@@ -251,8 +226,6 @@ int ig__cmd_plan(int argc, char **argv)
     rc = 0;
 out:
     ig__plan_free(&p);
-    ingot_engine_destroy(e);
-    ingot_model_destroy(m);
-    ingot_runtime_destroy(rt);
+    ig__cli_close(&t);
     return rc;
 }

@@ -14,20 +14,29 @@ static void usage(FILE *f)
     fprintf(f, "usage: ingot <command> [options]\n"
                "\n"
                "commands:\n"
-               "  inspect MODEL.onnx [--batch N] [--json]     inputs, outputs, op histogram, parameters,\n"
-               "                                              per-node shapes, FLOPs and bytes\n"
+               "  inspect MODEL.onnx [--batch N | --shapes NAME:DIMS] [--json]\n"
+               "                                              inputs, outputs, op histogram, parameters,\n"
+               "                                              per-node shapes, FLOPs and bytes; every\n"
+               "                                              unsupported node\n"
                "  inspect MODEL.onnx --optimized [--batch N] [--json]\n"
                "                                              the engine's graph after the optimizer: what\n"
                "                                              each pass made and removed\n"
-               "  run MODEL.onnx [--input NAME=FILE ...] [--batch N] [--seed S] [--output-dir DIR]\n"
-               "                                              run on the CPU backend; inputs from .npy/.pb\n"
-               "                                              files or seeded random; outputs as .npy\n"
+               "  run MODEL.onnx [--input NAME=FILE ...] [--device cpu|cuda] [--compare DIR]\n"
+               "                 [--random-inputs] [--seed S] [--output-dir DIR]\n"
+               "                                              one inference; inputs from .npy/.pb files\n"
+               "                                              (or seeded random when asked); outputs as\n"
+               "                                              .npy, compared with references\n"
                "  plan MODEL.onnx [--batch N] [--json] [--svg FILE] [--trace FILE]\n"
                "                                              the static memory plan of the activations\n"
-               "  bench MODEL.onnx [--fp16] [--batch N] [--duration S] [--json]\n"
+               "  bench MODEL.onnx [--fp16] [--batch N] [--duration S] [--device cpu|cuda] [--json]\n"
                "                                              throughput, latency, memory on the GPU\n"
+               "  build MODEL.onnx -o OUT.ingot [--cpu] [--fp16] [--shapes ...] [--min/--opt/--max N:DIMS]\n"
+               "                                              optimize, plan and tune once; write an engine\n"
+               "                                              file that loads in milliseconds\n"
                "  version                                     print the version\n"
                "\n"
+               "inspect, run, plan and bench take --batch N (the symbolic leading dims) and --shapes\n"
+               "NAME:DIMS[,NAME:DIMS] (whole input shapes, e.g. input_ids:4x128).\n"
                "run, bench, plan and inspect --optimized also take --no-optimize and --disable-pass NAME[,NAME].\n"
                "Run `ingot <command> --help` for a command's options.\n");
 }
@@ -61,21 +70,6 @@ void ig__cli_format_shape(const ingot_tensor_info *t, char *buf, size_t n)
             off += (size_t)snprintf(buf + off, n - off, "%s%" PRId64 "*%s", k ? "," : "", d->value, d->symbol);
     }
     if (off < n) snprintf(buf + off, n - off, "]");
-}
-
-ingot_model *ig__cli_load_model(ingot_runtime *rt, const char *path, int64_t batch)
-{
-    ingot_model *m = NULL;
-    if (ingot_model_load(rt, path, NULL, &m) != INGOT_OK) {
-        fprintf(stderr, "ingot: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
-        return NULL;
-    }
-    if (batch > 0 && (ingot_model_set_batch(m, batch) != INGOT_OK || ingot_model_infer(m) != INGOT_OK)) {
-        fprintf(stderr, "ingot: %s: %s\n", ingot_status_name(ingot_runtime_errcode(rt)), ingot_runtime_errmsg(rt));
-        ingot_model_destroy(m);
-        return NULL;
-    }
-    return m;
 }
 
 void ig__cli_opt_init(ig_cli_opt *o)
@@ -121,6 +115,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "inspect")) return ig__cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return ig__cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return ig__cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "build")) return ig__cmd_build(argc - 1, argv + 1);
 #ifndef INGOT_NO_CMD_PLAN
     if (!strcmp(cmd, "plan")) return ig__cmd_plan(argc - 1, argv + 1);
 #endif
