@@ -309,7 +309,10 @@ typedef struct ingot_build_options {
     uint32_t struct_size;       /* sizeof(ingot_build_options); set by the defaults function */
     ingot_backend backend;      /* AUTO (default), CPU or CUDA */
     ingot_dtype precision;      /* FLOAT (default); FLOAT16/BFLOAT16 storage on the CUDA backend */
-    size_t workspace_limit;     /* bytes of scratch kernels may use; 0 picks the default */
+    size_t workspace_limit;     /* the workspace budget: the most scratch one convolution or matrix product
+                                   may use; the fastest algorithm within it is chosen, and the arena keeps
+                                   only what the chosen ones use (steps share it). 0 (default): 4 GiB, or
+                                   1/16 of the GPU's memory when less */
     int n_threads;              /* CPU backend threads, 0..1024: 0 (default) one per core; more than the
                                    machine's cores are capped at the core count, or at 64 when the
                                    machine has fewer (so tests can run a pool of several threads anywhere) */
@@ -332,6 +335,13 @@ typedef struct ingot_build_options {
     int cuda_attention;        /* [1] the fused attention kernel; 0 cuBLASLt + softmax (INGOT_CUDA_ATTENTION) */
     int cuda_attention_kernel; /* [0] which attention kernel: 0 auto, 1 wide, 2 narrow, 3 split
                                   (INGOT_CUDA_ATTENTION_KERNEL=wide|narrow|split) */
+    size_t mem_limit;          /* CUDA: a hard cap in bytes on weights + one context's memory (activations,
+                                  workspaces, constants); algorithms with smaller workspaces are chosen to fit,
+                                  else context creation fails with INGOT_ERR_DEVICE_OOM and every account.
+                                  0 (default): none */
+    int deterministic;         /* [0] CUDA: 1 chooses algorithms without timing (the libraries' heuristics, cuDNN's
+                                  deterministic algorithms only; stored choices and timing caches are not used),
+                                  so every build on one machine and library version makes the same engine */
 } ingot_build_options;
 
 INGOT_API ingot_build_options ingot_build_options_default(void);

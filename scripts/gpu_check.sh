@@ -81,7 +81,7 @@ jobs=$(nproc 2>/dev/null || echo 8)
 stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
 stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower test_gpu_threads \
-    test_gpu_engine
+    test_gpu_engine test_gpu_budget
 bin=$here/build-gpu
 ok_build=0
 [ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
@@ -147,6 +147,9 @@ if [ $ok_build = 1 ]; then
                 stage "gpu test whole model $m with INGOT_CUDA_SYNC=1" 150 env INGOT_CUDA_SYNC=1 INGOT_CUDA_GRAPHS=0 \
                     "$bin/tests/gpu/test_gpu" --no-leak "$work/ref_$m"
         fi
+        # algorithms under one workspace budget, --mem-limit, deterministic builds (fp16, batch 32)
+        [ "$m" = resnet50 ] && stage "workspace budget, --mem-limit, deterministic ($m fp16 batch 32)" 150 \
+            "$bin/tests/gpu/test_gpu_budget" "$f" --batch 32
         # build once, load fast: load-to-first-result and the build times, fp16 at batch 1
         stage "engine file $m (fp16, batch 1)" 150 "$bin/tests/gpu/test_gpu_engine" "$f" --fp16 --batch 1
     done

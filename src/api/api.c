@@ -430,7 +430,9 @@ ingot_build_options ingot_build_options_default(void)
                              .cuda_nhwc = 1,
                              .cuda_gelu_epilogue = 1,
                              .cuda_attention = 1,
-                             .cuda_attention_kernel = 0};
+                             .cuda_attention_kernel = 0,
+                             .mem_limit = 0,
+                             .deterministic = 0};
     return o;
 }
 
@@ -476,7 +478,8 @@ ingot_status ig__api_check_options(const ingot_build_options *o, ig_err *err)
                  {"cuda_sync_debug", o->cuda_sync_debug},
                  {"cuda_nhwc", o->cuda_nhwc},
                  {"cuda_gelu_epilogue", o->cuda_gelu_epilogue},
-                 {"cuda_attention", o->cuda_attention}};
+                 {"cuda_attention", o->cuda_attention},
+                 {"deterministic", o->deterministic}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (check_flag(flags[i].name, flags[i].v, err) != INGOT_OK) return err->status;
     return INGOT_OK;

@@ -57,6 +57,8 @@ ingot_status ig__api_cuda_engine_build(ingot_engine *e, ig_err *err)
     const ingot_build_options *b = &e->opts;
     ig_cuda_engine_options o = {.precision = b->precision,
                                 .workspace_limit = b->workspace_limit,
+                                .mem_limit = b->mem_limit,
+                                .deterministic = b->deterministic,
                                 .device = b->device,
                                 .graphs = b->cuda_graphs,
                                 .tune = b->cuda_tune,

@@ -139,6 +139,8 @@ static void opts_write(const ingot_engine *e, ig_wbuf *b)
     const int flags[7] = {o->cuda_graphs,        o->cuda_tune,      o->cuda_sync_debug,      o->cuda_nhwc,
                           o->cuda_gelu_epilogue, o->cuda_attention, o->cuda_attention_kernel};
     for (int i = 0; i < 7; i++) ig__wbuf_u32(b, (uint32_t)flags[i]);
+    ig__wbuf_u64(b, o->mem_limit);
+    ig__wbuf_u32(b, (uint32_t)o->deterministic);
     ig__wbuf_u64(b, e->iopt.fold_max_bytes);
     ig__wbuf_str(b, e->source);
     ig__wbuf_u32(b, (uint32_t)e->n_inputs);
@@ -174,6 +176,8 @@ static ingot_status opts_read(ig_rbuf *r, ingot_build_options *o, ingot_backend 
     int *flags[7] = {&o->cuda_graphs,        &o->cuda_tune,      &o->cuda_sync_debug,      &o->cuda_nhwc,
                      &o->cuda_gelu_epilogue, &o->cuda_attention, &o->cuda_attention_kernel};
     for (int i = 0; i < 7; i++) *flags[i] = (int)ig__rbuf_range(r, "cuda switches", 0, 3);
+    o->mem_limit = (size_t)ig__rbuf_u64(r, "mem_limit");
+    o->deterministic = (int)ig__rbuf_range(r, "deterministic", 0, 1);
     *fold_max = (size_t)ig__rbuf_u64(r, "fold_max_bytes");
     if (!r->failed && (*fold_max == 0 || *fold_max > ((size_t)1 << 30))) /* what inference may compute at load */
         ig__rbuf_fail(r, "fold_max_bytes", "%zu is outside [1, 1 GiB]", *fold_max);

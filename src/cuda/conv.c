@@ -95,8 +95,8 @@ typedef struct conv_choice {
     uint64_t ws;
 } conv_choice;
 
-ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, ig_cu_algos *algos,
-                                 size_t *ws_bytes, const char *label, ig_err *err)
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, bool deterministic,
+                                 ig_cu_algos *algos, size_t *ws_bytes, const char *label, ig_err *err)
 {
     ig_cu_conv *cv = &s->u.conv;
     ingot_status st;
@@ -153,11 +153,11 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     char xs[160], ys[160];
     snprintf(c->key, sizeof c->key,
              "conv %s x %s y %s w %lld,%lld,%lld,%lld%s pad %d,%d str %d,%d dil %d,%d g %d relu %d z %d math %d "
-             "limit %zu",
+             "limit %zu%s",
              ingot_dtype_name(x->dtype), ig__cu_tensor_str(x, xs, sizeof xs), ig__cu_tensor_str(y, ys, sizeof ys),
              (long long)w->dims[0], (long long)w->dims[1], (long long)w->dims[2], (long long)w->dims[3],
              krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1], cv->dil[0], cv->dil[1],
-             cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit);
+             cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit, deterministic ? " det" : "");
     /* a choice the engine already holds (another context's, the engine file's): its workspace is the
      * step's, and cuDNN's heuristic query (about a millisecond a convolution) is skipped; tuning checks
      * the choice before it runs (ig__cu_conv_apply) and times again if it does not hold */
@@ -178,6 +178,7 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     bool any = false;
     for (int i = 0; i < n; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_limit) continue;
+        if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
         if (!any) {
             c->algo = perf[i].algo;
             c->ws = perf[i].memory;
@@ -187,15 +188,22 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     }
     if (!any)
         return ig__errf(err, INGOT_ERR_CUDNN,
-                        "node %s: cuDNN offers no convolution algorithm within the %zu-byte "
+                        "node %s: cuDNN offers no %sconvolution algorithm within the %zu-byte "
                         "workspace limit",
-                        label, ws_limit);
+                        label, deterministic ? "deterministic " : "", ws_limit);
     c->ws_plan = ws;
     *ws_bytes = ws;
     return INGOT_OK;
 }
 
 const char *ig__cu_conv_key(const ig_cu_step *s) { return s->u.conv.prep ? s->u.conv.prep->key : ""; }
+
+size_t ig__cu_conv_commit_ws(ig_cu_step *s)
+{
+    struct ig_cu_conv_prep *c = s->u.conv.prep;
+    c->ws_plan = c->ws;
+    return c->ws;
+}
 
 size_t ig__cu_conv_choice(const ig_cu_step *s, void *out, size_t cap)
 {

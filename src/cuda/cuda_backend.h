@@ -23,12 +23,23 @@ ingot_status ig__cuda_probe(ig_err *err);
  * src/cuda/lower_table.c); else INGOT_ERR_MODEL_UNSUPPORTED_OP listing every node that cannot, with why. */
 ingot_status ig__cuda_check_graph(const ig_graph *g, ig_err *err);
 
+/* The workspace budget when the caller gives none: 4 GiB, or 1/16 of the device's memory when that is
+ * less -- large enough not to starve any convolution (ResNet-50's stem at batch 256 needs ~1 GiB for
+ * its fast algorithm), a function of the GPU alone so that stored choices stay valid across runs. */
+size_t ig__cuda_default_workspace(int device);
+
 typedef struct ig_cuda_engine_options {
     ingot_dtype precision;  /* FLOAT or FLOAT16 */
-    size_t workspace_limit; /* per-step workspace cap in bytes (0: 256 MiB) */
+    size_t workspace_limit; /* the workspace budget: the most scratch one convolution or matrix product may
+                               use (0: the default, ig__cuda_default_workspace). Steps run one at a time
+                               and their workspaces share the arena's bytes, so this bounds the account */
+    size_t mem_limit;       /* a hard cap on weights + one context's arena (activations, workspaces,
+                               constants); 0: none. Algorithms with smaller workspaces are chosen to fit */
     int device;             /* CUDA device index */
     int graphs;             /* capture each shape's program into a CUDA Graph */
     int tune;               /* time algorithm candidates (0: the libraries' heuristic choice) */
+    int deterministic;      /* choices independent of timing (the heuristics' first), deterministic
+                               cuDNN algorithms only: every build on one machine makes the same engine */
     int sync_debug;         /* synchronise after every step, so a fault names its node */
     int nhwc;               /* channels-last convolutions */
     int gelu_epilogue;      /* GELU in cuBLASLt's epilogue (its tanh form), fp16 only */

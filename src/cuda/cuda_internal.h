@@ -281,8 +281,9 @@ typedef struct ig_cu_libs {
 /* Descriptors and the workspace candidates for a step; *ws_bytes is what it may use. */
 /* With algos: a choice it holds for this problem skips cuDNN's heuristic query and sizes the workspace. */
 typedef struct ig_cu_algos ig_cu_algos;
-ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, ig_cu_algos *algos,
-                                 size_t *ws_bytes, const char *label, ig_err *err);
+/* deterministic: only algorithms cuDNN marks deterministic. */
+ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, bool deterministic,
+                                 ig_cu_algos *algos, size_t *ws_bytes, const char *label, ig_err *err);
 /* Time the candidates with the bound pointers (tensors and the workspace) and keep the fastest. */
 ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
                               cudaStream_t stream, const char *label, ig_err *err);
@@ -290,9 +291,13 @@ ingot_status ig__cu_conv_run(ig_cu_libs *L, const ig_cu_step *s, void *const *pt
                              const char *label, ig_err *err);
 void ig__cu_conv_release(ig_cu_step *s);
 const char *ig__cu_conv_algo_name(const ig_cu_step *s);
+/* The chosen algorithm's workspace becomes the step's (runs pass no more); returns it. */
+size_t ig__cu_conv_commit_ws(ig_cu_step *s);
+size_t ig__cu_gemm_commit_ws(ig_cu_step *s);
 
-ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
-                                 const char *label, ig_err *err);
+/* With algos: a choice it holds for this problem sizes the workspace (tuning then checks it). */
+ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, ig_cu_algos *algos,
+                                 size_t *ws_bytes, const char *label, ig_err *err);
 ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
                               cudaStream_t stream, const char *label, ig_err *err);
 ingot_status ig__cu_gemm_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,

@@ -21,9 +21,11 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_INSTANCES    8
-#define ARENA_ALIGN      256
-#define DEFAULT_WS_LIMIT ((size_t)256 << 20)
+#define MAX_INSTANCES     8
+#define ARENA_ALIGN       256
+#define DEFAULT_WS_BUDGET ((size_t)4 << 30)
+#define MIN_WS_CAP        ((size_t)16 << 20) /* halving the cap for free memory stops here */
+#define WS_FIT_TRIES      8                  /* re-choices under --mem-limit before giving up */
 
 struct ig_cuda_engine {
     ig_cuda_engine_options o;
@@ -94,6 +96,17 @@ static bool shapes_concrete(const ig_graph *g)
 
 static ingot_status set_device(int device, ig_err *err) { return IG_CU(err, NULL, cudaSetDevice(device)); }
 
+size_t ig__cuda_default_workspace(int device)
+{
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        return DEFAULT_WS_BUDGET / 16; /* no device to ask: a modest budget (the build fails elsewhere) */
+    }
+    size_t sixteenth = prop.totalGlobalMem / 16;
+    return sixteenth < DEFAULT_WS_BUDGET ? sixteenth : DEFAULT_WS_BUDGET;
+}
+
 ingot_status ig__cuda_check_graph(const ig_graph *g, ig_err *err)
 {
     char why[IG_ERRMSG_MAX];
@@ -116,7 +129,7 @@ ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_opti
     ig_cuda_engine *e = ig__calloc(1, sizeof *e);
     if (!e) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     e->o = *o;
-    if (!e->o.workspace_limit) e->o.workspace_limit = DEFAULT_WS_LIMIT;
+    if (!e->o.workspace_limit) e->o.workspace_limit = ig__cuda_default_workspace(o->device);
     e->lo.precision = o->precision == INGOT_DTYPE_FLOAT16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
     e->lo.nhwc = o->nhwc;
     e->lo.gelu_epilogue = o->gelu_epilogue;
@@ -133,6 +146,10 @@ ingot_status ig__cuda_engine_create(const ig_graph *g, const ig_cuda_engine_opti
         st = ig__cu_weights_build(g, &p, &e->w, err);
         ig__cu_prog_free(&p);
     }
+    if (st == INGOT_OK && e->o.mem_limit && e->w.bytes > e->o.mem_limit)
+        st = ig__errf(err, INGOT_ERR_DEVICE_OOM,
+                      "memory limit %zu bytes: the weights alone take %zu bytes on the device; no context fits",
+                      e->o.mem_limit, e->w.bytes);
     if (st != INGOT_OK) {
         ig__cuda_engine_destroy(e);
         return st;
@@ -407,19 +424,21 @@ static void bind_instance(ig_cuda_ctx *c, instance *in)
     in->bound = true;
 }
 
-/* Grow the context's one allocation to `need` bytes; instances bound to the old one lose their
- * pointers and graphs (they re-bind lazily). */
-static ingot_status ensure_arena(ig_cuda_ctx *c, instance *in, ig_err *err)
+/* Make the context's one allocation exactly `need` bytes (grow, or shrink once tuning has settled the
+ * workspaces); instances bound to the old one lose their pointers and graphs (they re-bind lazily). */
+static ingot_status resize_arena(ig_cuda_ctx *c, const instance *in, size_t need, ig_err *err)
 {
-    size_t need = in->arena_need ? in->arena_need : ARENA_ALIGN;
-    if (c->arena && c->arena_bytes >= need) return INGOT_OK;
+    need = need ? need : ARENA_ALIGN;
+    if (c->arena && c->arena_bytes == need) return INGOT_OK;
     for (int32_t i = 0; i < c->n_inst; i++) {
         instance_drop_graph(c->inst[i]);
         c->inst[i]->bound = false;
     }
     if (c->arena) {
-        cudaStreamSynchronize(c->stream);
-        cudaDeviceSynchronize(); /* the old arena may still be in use by the caller's stream */
+        /* the old arena may still be in use by the caller's stream */
+        ingot_status st = IG_CU(err, NULL, cudaStreamSynchronize(c->stream));
+        if (st == INGOT_OK) st = IG_CU(err, NULL, cudaDeviceSynchronize());
+        if (st != INGOT_OK) return st;
         ig__cu_free(c->arena);
         c->arena = NULL;
         c->arena_bytes = 0;
@@ -428,16 +447,24 @@ static ingot_status ensure_arena(ig_cuda_ctx *c, instance *in, ig_err *err)
     if (e != cudaSuccess) {
         cudaGetLastError();
         size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
         if (e == cudaErrorMemoryAllocation)
             return ig__errf(err, INGOT_ERR_DEVICE_OOM,
                             "the context needs %zu bytes of device memory (activations and workspaces: %zu, of which "
                             "largest workspace %zu, constants %zu; weights already hold %zu); %zu bytes are free",
                             need, need - in->const_bytes, in->workspace_max, in->const_bytes, c->e->w.bytes, free_b);
-        return IG_CU(err, NULL, e);
+        return ig__cu_status(err, e, "cudaMalloc(arena)", NULL, __FILE__, __LINE__); /* names the call */
     }
     c->arena_bytes = need;
     return INGOT_OK;
+}
+
+/* Grow the arena to what `in` needs (never shrink: other instances may need more). */
+static ingot_status ensure_arena(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    size_t need = in->arena_need ? in->arena_need : ARENA_ALIGN;
+    if (c->arena && c->arena_bytes >= need) return INGOT_OK;
+    return resize_arena(c, in, need, err);
 }
 
 /* The instance constants (shape-dependent folded values, requests the engine does not hold) are made
@@ -451,6 +478,8 @@ static ingot_status make_consts(instance *in, ig_err *err)
         const ig_cu_buf *x = &p->bufs[b];
         if (x->loc == IG_LOC_ARENA && x->is_const && x->bytes && x->offset + x->bytes > end) end = x->offset + x->bytes;
     }
+    ig__free(in->consts); /* made again after a re-plan: the offsets moved */
+    in->consts = NULL;
     if (!end) return INGOT_OK;
     if (!(in->consts = ig__malloc(end))) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int32_t b = 0; b < p->n_bufs; b++) {
@@ -527,6 +556,8 @@ static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
     ig_cu_prog *p = &in->prog;
     double t0 = now_ms();
     bool timing = c->e->o.tune != 0; /* 0: the heuristics' first choice (sanitizer runs), or the table's */
+    /* deterministic: the heuristics' first choice, whatever a table or a timing cache holds */
+    if (c->e->o.deterministic) return INGOT_OK;
     /* arena contents are arbitrary here: tuning writes only outputs and workspaces */
     for (int32_t s = 0; s < p->n_steps; s++) {
         ig_cu_step *st = &p->steps[s];
@@ -540,6 +571,112 @@ static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
 
 static bool key_matches(const instance *in, const ig_graph *g);
 static bool key_fill(instance *in, const ig_graph *g);
+
+/* Each library step's descriptors and workspace candidates under `cap` bytes; its workspace buffer
+ * is sized for the largest candidate, so that tuning can time them all on the real buffers. */
+static ingot_status prepare_lib_steps(ig_cuda_ctx *c, instance *in, size_t cap, ig_err *err)
+{
+    ig_cu_prog *p = &in->prog;
+    char lbl[256];
+    bool det = c->e->o.deterministic != 0;
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        ig_cu_step *stp = &p->steps[s];
+        size_t ws = 0;
+        ingot_status st;
+        const char *label = label_of(p, stp, lbl, sizeof lbl);
+        if (stp->kind == IG_ST_CONV)
+            st = ig__cu_conv_prepare(&c->libs, p, stp, cap, det, det ? NULL : c->e->algos, &ws, label, err);
+        else if (stp->kind == IG_ST_GEMM)
+            st = ig__cu_gemm_prepare(&c->libs, p, stp, cap, det ? NULL : c->e->algos, &ws, label, err);
+        else
+            continue;
+        if (st != INGOT_OK) return st;
+        p->bufs[step_scratch(stp)].bytes = ws;
+    }
+    return INGOT_OK;
+}
+
+/* Once chosen, a step's workspace is its algorithm's and no more: the arena is planned again with
+ * those, so the budget costs memory only where a faster algorithm really uses it. */
+static void commit_workspaces(instance *in)
+{
+    ig_cu_prog *p = &in->prog;
+    for (int32_t s = 0; s < p->n_steps; s++) {
+        ig_cu_step *stp = &p->steps[s];
+        if (stp->kind == IG_ST_CONV)
+            p->bufs[stp->u.conv.scratch].bytes = ig__cu_conv_commit_ws(stp);
+        else if (stp->kind == IG_ST_GEMM)
+            p->bufs[stp->u.gemm.scratch].bytes = ig__cu_gemm_commit_ws(stp);
+    }
+}
+
+/* --mem-limit cannot be met: every account, and what would fit. */
+static ingot_status limit_error(ig_cuda_ctx *c, const instance *in, size_t no_ws_arena, ig_err *err)
+{
+    size_t w = c->e->w.bytes, lim = c->e->o.mem_limit;
+    return ig__errf(err, INGOT_ERR_DEVICE_OOM,
+                    "memory limit %zu bytes cannot hold this context: weights %zu + arena %zu = %zu bytes (arena: "
+                    "live bytes at least %zu, largest workspace %zu, constants %zu). With no workspace at all the "
+                    "arena still needs %zu bytes, so a limit of %zu bytes or a smaller batch would fit",
+                    lim, w, in->arena_need, w + in->arena_need, in->lower_bound, in->workspace_max, in->const_bytes,
+                    no_ws_arena, w + no_ws_arena);
+}
+
+/* Algorithms under one workspace budget (docs/CUDA.md, "Workspace"): every step may use up to `cap`
+ * bytes -- the build option, or what --mem-limit leaves beside the weights and the activations -- and
+ * the fastest candidate within it is timed and kept. The arena is then planned with the workspaces the
+ * chosen algorithms use, and made that size. When the result is still over --mem-limit, the cap drops
+ * by the excess and the steps choose again; when tuning's arena does not fit in free memory, the cap
+ * is quartered. */
+static ingot_status choose_algorithms(ig_cuda_ctx *c, instance *in, ig_err *err)
+{
+    ingot_status st;
+    size_t cap = c->e->o.workspace_limit, lim = c->e->o.mem_limit, w = c->e->w.bytes, no_ws = 0;
+    if (lim) { /* the activations with no workspace at all must fit beside the weights */
+        if ((st = plan_instance(c, in, err)) != INGOT_OK) return st;
+        no_ws = in->arena_need;
+        if (w + no_ws > lim) return limit_error(c, in, no_ws, err);
+        if (lim - w - no_ws < cap) cap = lim - w - no_ws;
+    }
+    for (int tries = 0;; tries++) {
+        if ((st = prepare_lib_steps(c, in, cap, err)) != INGOT_OK || (st = plan_instance(c, in, err)) != INGOT_OK ||
+            (st = make_consts(in, err)) != INGOT_OK)
+            return st;
+        st = ensure_arena(c, in, err);
+        if (st == INGOT_ERR_DEVICE_OOM && cap > MIN_WS_CAP && !lim) {
+            cap = cap / 4 > MIN_WS_CAP ? cap / 4 : MIN_WS_CAP;
+            ig__log(INGOT_LOG_INFO, "tuning with the workspace budget does not fit in free memory; trying %zu bytes",
+                    cap);
+            continue;
+        }
+        if (st != INGOT_OK) return st;
+        bind_instance(c, in);
+        if ((st = upload_consts(c, in, err)) != INGOT_OK || (st = tune_instance(c, in, err)) != INGOT_OK) return st;
+        commit_workspaces(in);
+        if ((st = plan_instance(c, in, err)) != INGOT_OK) return st;
+        if (!lim || w + in->arena_need <= lim) break;
+        size_t over = w + in->arena_need - lim;
+        if (cap == 0 || tries + 1 >= WS_FIT_TRIES) return limit_error(c, in, no_ws, err);
+        size_t next = in->workspace_max > over ? in->workspace_max - over : 0;
+        cap = next < cap ? next : cap / 2;
+        ig__log(INGOT_LOG_INFO, "%zu bytes over the memory limit; choosing again with workspaces of at most %zu bytes",
+                over, cap);
+    }
+    /* the arena as the chosen algorithms need it: tuning's candidates may have made it larger, but
+     * never below what another prepared shape of this context needs */
+    size_t need = in->arena_need;
+    for (int32_t i = 0; i < c->n_inst; i++)
+        if (c->inst[i]->arena_need > need) need = c->inst[i]->arena_need;
+    size_t slack = c->arena_bytes / 16 > ((size_t)4 << 20) ? c->arena_bytes / 16 : ((size_t)4 << 20);
+    if ((st = make_consts(in, err)) != INGOT_OK) return st;
+    if (c->arena_bytes > need + slack)
+        st = resize_arena(c, in, need, err);
+    else
+        st = ensure_arena(c, in, err);
+    if (st != INGOT_OK) return st;
+    bind_instance(c, in);
+    return upload_consts(c, in, err);
+}
 
 static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance **out, ig_err *err)
 {
@@ -562,21 +699,11 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
             x->offset = off;
         }
     }
-    /* workspaces and library descriptors */
-    char lbl[256];
+    /* one workspace buffer per library step, sized by the choice below */
     for (int32_t s = 0; s < p->n_steps; s++) {
         ig_cu_step *stp = &p->steps[s];
-        size_t ws = 0;
-        if (stp->kind == IG_ST_CONV)
-            st = ig__cu_conv_prepare(&c->libs, p, stp, c->e->o.workspace_limit, c->e->algos, &ws,
-                                     label_of(p, stp, lbl, sizeof lbl), err);
-        else if (stp->kind == IG_ST_GEMM)
-            st = ig__cu_gemm_prepare(&c->libs, p, stp, c->e->o.workspace_limit, &ws, label_of(p, stp, lbl, sizeof lbl),
-                                     err);
-        else
-            continue;
-        if (st != INGOT_OK) goto fail;
-        int32_t b = add_arena_buf(p, ws, s, s);
+        if (stp->kind != IG_ST_CONV && stp->kind != IG_ST_GEMM) continue;
+        int32_t b = add_arena_buf(p, 0, s, s);
         if (b < 0) goto oom;
         p->bufs[b].is_scratch = 1;
         if (stp->kind == IG_ST_CONV)
@@ -611,15 +738,11 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
         p->bufs[in->staging_out[j]].is_scratch = 2;
         if ((st = IG_CU(err, NULL, cudaMallocHost(&in->host_out[j], bytes ? bytes : 16))) != INGOT_OK) goto fail;
     }
-    if ((st = plan_instance(c, in, err)) != INGOT_OK || (st = make_consts(in, err)) != INGOT_OK) goto fail;
     in->tptr = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
     in->io_node = ig__calloc((size_t)p->n_steps + 1, sizeof(cudaGraphNode_t));
     in->baked = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
     if (!in->tptr || !in->io_node || !in->baked) goto oom;
-    if ((st = ensure_arena(c, in, err)) != INGOT_OK) goto fail;
-    bind_instance(c, in);
-    if ((st = upload_consts(c, in, err)) != INGOT_OK) goto fail;
-    if ((st = tune_instance(c, in, err)) != INGOT_OK) goto fail;
+    if ((st = choose_algorithms(c, in, err)) != INGOT_OK) goto fail;
     in->prepare_ms = now_ms() - t0;
     c->n_prepared++;
     *out = in;
@@ -1018,7 +1141,7 @@ ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig
         if (bytes &&
             (st = IG_CU(err, NULL, cudaMemcpyAsync(dst, inputs[i], bytes, cudaMemcpyHostToDevice, c->stream))) !=
                 INGOT_OK)
-            return st;
+            return st == INGOT_ERR_DEVICE_FATAL ? step_fail(c, in, NULL, st, err) : st; /* sticky: unusable */
         in->tptr[p->in_tensor[i]] = dst;
     }
     for (int32_t j = 0; j < p->n_outputs; j++) in->tptr[p->out_tensor[j]] = buf_base(c, p, in->staging_out[j]);
@@ -1028,7 +1151,7 @@ ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig
         if (bytes && (st = IG_CU(err, NULL,
                                  cudaMemcpyAsync(in->host_out[j], buf_base(c, p, in->staging_out[j]), bytes,
                                                  cudaMemcpyDeviceToHost, c->stream))) != INGOT_OK)
-            return st;
+            return st == INGOT_ERR_DEVICE_FATAL ? step_fail(c, in, NULL, st, err) : st;
     }
     st = IG_CU(err, NULL, cudaStreamSynchronize(c->stream));
     if (st != INGOT_OK) {

@@ -51,6 +51,13 @@ void ig__cu_gemm_release(ig_cu_step *s)
     s->u.gemm.prep = NULL;
 }
 
+/* a choice: cuBLASLt's algorithm struct (serializable for the same library version, which the engine
+ * file's fingerprint pins) and its workspace */
+typedef struct gemm_choice {
+    cublasLtMatmulAlgo_t algo;
+    uint64_t ws;
+} gemm_choice;
+
 static uint32_t align_of(const ig_cu_prog *p, int32_t t)
 {
     const ig_cu_tensor *x = &p->tensors[t];
@@ -74,8 +81,8 @@ static cublasStatus_t layout(cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_
     return s;
 }
 
-ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, size_t *ws_bytes,
-                                 const char *label, ig_err *err)
+ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step *s, size_t ws_limit, ig_cu_algos *algos,
+                                 size_t *ws_bytes, const char *label, ig_err *err)
 {
     ig_cu_gemm *gm = &s->u.gemm;
     ingot_status st;
@@ -122,13 +129,20 @@ ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
         return st;
     if ((st = IG_CUBLAS(err, label, cublasLtMatmulPreferenceCreate(&g->pref))) != INGOT_OK) return st;
     uint64_t lim = ws_limit;
-    cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lim, sizeof lim);
+    if ((st = IG_CUBLAS(err, label,
+                        cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &lim,
+                                                             sizeof lim))) != INGOT_OK)
+        return st;
     uint32_t al[4] = {align_of(p, gm->b), align_of(p, gm->a), gm->c >= 0 ? align_of(p, gm->c) : align_of(p, gm->d),
                       align_of(p, gm->d)};
-    cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], sizeof al[0]);
-    cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], sizeof al[1]);
-    cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof al[2]);
-    cublasLtMatmulPreferenceSetAttribute(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], sizeof al[3]);
+    static const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+        if ((st = IG_CUBLAS(err, label,
+                            cublasLtMatmulPreferenceSetAttribute(g->pref, align_attr[i], &al[i], sizeof al[i]))) !=
+            INGOT_OK)
+            return st;
     int n = 0;
     cublasStatus_t hs =
         cublasLtMatmulAlgoGetHeuristic(L->lt, g->op, g->la, g->lb, g->lc, g->ld, g->pref, GEMM_CANDIDATES, g->cand, &n);
@@ -155,17 +169,24 @@ ingot_status ig__cu_gemm_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
         gm->b_trans, (long long)gm->lda, (long long)gm->ldb, (long long)gm->ldc, (long long)gm->ldd, (long long)gm->sa,
         (long long)gm->sb, (long long)gm->sc, (long long)gm->sd, (int)epi, bias, gm->c >= 0, al[0], al[1], al[2], al[3],
         ws);
+    /* a choice the engine already holds: the step needs its workspace only (tuning checks it, and
+     * times again within it if it does not hold), so a context with known choices is planned tight */
+    gemm_choice k;
+    if (algos && ig__cu_algos_get(algos, g->key, &k, sizeof k) == sizeof k && k.ws <= ws) {
+        g->ws_plan = (size_t)k.ws;
+        *ws_bytes = g->ws_plan;
+    }
     return INGOT_OK;
 }
 
 const char *ig__cu_gemm_key(const ig_cu_step *s) { return s->u.gemm.prep ? s->u.gemm.prep->key : ""; }
 
-/* a choice: cuBLASLt's algorithm struct (serializable for the same library version, which the engine
- * file's fingerprint pins) and its workspace */
-typedef struct gemm_choice {
-    cublasLtMatmulAlgo_t algo;
-    uint64_t ws;
-} gemm_choice;
+size_t ig__cu_gemm_commit_ws(ig_cu_step *s)
+{
+    struct ig_cu_gemm_prep *g = s->u.gemm.prep;
+    g->ws_plan = g->ws;
+    return g->ws;
+}
 
 size_t ig__cu_gemm_choice(const ig_cu_step *s, void *out, size_t cap)
 {
@@ -208,14 +229,15 @@ ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     for (int i = 0; i < g->n_cand; i++) {
         if (g->cand[i].state != CUBLAS_STATUS_SUCCESS || g->cand[i].workspaceSize > ws_bytes) continue;
         if (gemm_call(L, s, &g->cand[i].algo, ptrs, ws, ws_bytes, stream) != CUBLAS_STATUS_SUCCESS) continue;
-        cudaEventRecord(e0, stream);
+        if ((st = IG_CU(err, label, cudaEventRecord(e0, stream))) != INGOT_OK) goto out;
         bool ok = true;
         for (int r = 0; r < GEMM_TUNE_REPS && ok; r++)
             ok = gemm_call(L, s, &g->cand[i].algo, ptrs, ws, ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
-        cudaEventRecord(e1, stream);
-        if ((st = IG_CU(err, label, cudaEventSynchronize(e1))) != INGOT_OK) goto out;
+        if ((st = IG_CU(err, label, cudaEventRecord(e1, stream))) != INGOT_OK ||
+            (st = IG_CU(err, label, cudaEventSynchronize(e1))) != INGOT_OK)
+            goto out;
         float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
+        if ((st = IG_CU(err, label, cudaEventElapsedTime(&ms, e0, e1))) != INGOT_OK) goto out;
         if (ok && ms < best) {
             best = ms;
             best_i = i;

@@ -14,7 +14,7 @@
 #include "../core/core.h"
 
 #define IG_EFILE_MAGIC       "INGOTENG"
-#define IG_EFILE_VERSION     1u
+#define IG_EFILE_VERSION     2u  /* 2: OPTS records mem_limit and deterministic */
 #define IG_EFILE_HEADER      64u /* bytes of the header */
 #define IG_EFILE_ENTRY       32u /* bytes of one section table entry */
 #define IG_EFILE_MAX_SECTION 64  /* sections a file may have */

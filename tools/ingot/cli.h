@@ -11,10 +11,15 @@ int ig__cmd_run(int argc, char **argv);
 int ig__cmd_plan(int argc, char **argv);
 int ig__cmd_bench(int argc, char **argv);
 int ig__cmd_build(int argc, char **argv);
+int ig__cmd_profile(int argc, char **argv);
+int ig__cmd_device(int argc, char **argv);
+int ig__cmd_sweep(int argc, char **argv);
 
 /* Shared helpers of the subcommands */
 /* Parse a positive integer option value; prints an error and returns false on garbage. */
 int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out);
+/* A byte count: digits with an optional binary suffix K, M, G (KiB, MiB, GiB). */
+int ig__cli_parse_bytes(const char *opt, const char *s, uint64_t *out);
 /* "[batch,3,224,224]" for a tensor info */
 void ig__cli_format_shape(const ingot_tensor_info *t, char *buf, size_t n);
 

@@ -2,7 +2,8 @@
  * cmd_bench.c -- `ingot bench`: how fast a model runs, and what it costs, on the GPU (trtexec's job).
  *
  *   ingot bench MODEL.onnx [--fp16] [--batch N] [--shapes NAME:DIMS] [--iterations N | --duration S]
- *                          [--warmup N] [--no-graph] [--json] [--workspace MB] [--profile] [--cpu]
+ *                          [--warmup N] [--no-graph] [--json] [--workspace BYTES] [--mem-limit BYTES]
+ *                          [--deterministic] [--profile] [--cpu]
  *                          [--device cpu|cuda] [--no-optimize] [--disable-pass P]
  *
  * Reports throughput (back-to-back runs, one synchronisation at the end), latency min/median/mean/p90/
@@ -32,7 +33,9 @@
 
 typedef struct bench_opts {
     const char *path;
-    int64_t iterations, warmup, workspace_mb;
+    int64_t iterations, warmup;
+    uint64_t workspace, mem_limit;
+    int deterministic;
     double duration;
     int fp16, graph, json, profile, cpu, cuda;
     int given_warmup, given_workspace; /* set explicitly (the CPU backend warns about what it ignores) */
@@ -44,7 +47,8 @@ static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: ingot bench MODEL.onnx [--fp16] [--batch N] [--shapes NAME:DIMS[,...]]\n"
                "                   [--iterations N | --duration S] [--warmup N] [--no-graph] [--json]\n"
-               "                   [--workspace MB] [--profile] [--cpu | --device cpu|cuda]\n"
+               "                   [--workspace BYTES] [--mem-limit BYTES] [--deterministic] [--profile]\n"
+               "                   [--cpu | --device cpu|cuda]\n"
                "                   [--no-optimize] [--disable-pass NAME[,NAME]]\n"
                "  --fp16          fp16 storage, fp32 accumulation (default: fp32, TF32 off; CUDA only)\n"
                "  --batch N       bind each input's symbolic leading dim to N (default 1); a model whose batch\n"
@@ -56,7 +60,10 @@ static void bench_usage(FILE *f)
                "  --warmup N      untimed runs after the first (default 20 on the GPU, 0 on the CPU)\n"
                "  --no-graph      launch steps one by one instead of replaying a CUDA Graph (CUDA only)\n"
                "  --json          one JSON object on stdout\n"
-               "  --workspace MB  per-step workspace limit for cuDNN/cuBLASLt (default 256; CUDA only)\n"
+               "  --workspace BYTES  the workspace budget of cuDNN/cuBLASLt algorithms (e.g. 1G; default 4G or\n"
+               "                  1/16 of the GPU's memory; CUDA only)\n"
+               "  --mem-limit BYTES  hard cap on weights + context memory (CUDA only; default none)\n"
+               "  --deterministic choose algorithms without timing (CUDA only)\n"
                "  --profile       also time every step once (stream execution) and list the slowest\n"
                "                  (--profile-all: and then every step in program order; CUDA only)\n"
                "  --device D      cuda: the GPU or an error; cpu: the CPU backend (default: the GPU when\n"
@@ -160,7 +167,6 @@ static int parse_args(int argc, char **argv, bench_opts *o)
     o->warmup = 20;
     o->duration = 2.0;
     o->graph = 1;
-    o->workspace_mb = 256;
     ig__cli_opt_init(&o->opt);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -194,7 +200,13 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             if (!ig__cli_parse_i64("--warmup", argv[++i], 0, &o->warmup)) return 2;
             o->given_warmup = 1;
         } else if (!strcmp(a, "--workspace") && i + 1 < argc) {
-            if (!ig__cli_parse_i64("--workspace", argv[++i], 0, &o->workspace_mb)) return 2;
+            if (!ig__cli_parse_bytes("--workspace", argv[++i], &o->workspace) || !o->workspace) return 2;
+            o->given_workspace = 1;
+        } else if (!strcmp(a, "--mem-limit") && i + 1 < argc) {
+            if (!ig__cli_parse_bytes("--mem-limit", argv[++i], &o->mem_limit) || !o->mem_limit) return 2;
+            o->given_workspace = 1;
+        } else if (!strcmp(a, "--deterministic")) {
+            o->deterministic = 1;
             o->given_workspace = 1;
         } else if (!strcmp(a, "--duration") && i + 1 < argc) {
             char *end = NULL;
@@ -271,7 +283,8 @@ static void warn_cpu_ignored(const bench_opts *o)
                 o->profile == 2 ? "-all" : "");
     if (!o->graph) fprintf(stderr, "ingot bench: warning: --no-graph ignored: CUDA Graphs are CUDA only\n");
     if (o->given_workspace)
-        fprintf(stderr, "ingot bench: warning: --workspace ignored: it limits cuDNN/cuBLASLt workspaces\n");
+        fprintf(stderr, "ingot bench: warning: --workspace, --mem-limit and --deterministic are ignored: they "
+                        "choose cuDNN/cuBLASLt algorithms\n");
 }
 
 static int bench_cpu(const bench_opts *o, const char *why)
@@ -405,7 +418,9 @@ static int bench_gpu(const bench_opts *o)
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CUDA;
     bo.precision = o->fp16 ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
-    bo.workspace_limit = (size_t)o->workspace_mb << 20;
+    bo.workspace_limit = (size_t)o->workspace;
+    bo.mem_limit = (size_t)o->mem_limit;
+    bo.deterministic = o->deterministic;
     ig__cli_opt_apply(&o->opt, &bo);
     double t0 = now_ms();
     if (!ig__cli_build(&t, &bo)) goto out;

@@ -27,10 +27,15 @@ static void usage(FILE *f)
                "  --fp16 | --bf16       half-precision storage on the GPU (fp32 accumulation); default fp32\n"
                "  --min/--opt/--max N:DIMS  the shape range input N may run with (all three, per input); opt is\n"
                "                        the shape the engine is planned and tuned for\n"
-               "  --workspace BYTES     scratch a convolution or matrix product may use (default 256 MiB)\n"
+               "  --workspace BYTES     the workspace budget: the most scratch one convolution or matrix product\n"
+               "                        may use (e.g. 512M; default 4G, or 1/16 of the GPU's memory). The fastest\n"
+               "                        algorithm within it wins; the arena keeps only what the chosen ones use\n"
+               "  --mem-limit BYTES     hard cap on weights + context memory: smaller-workspace algorithms are\n"
+               "                        chosen to fit, else the build fails with every account\n"
                "  --timing-cache FILE   reuse the algorithm timings in FILE and write the updated cache back\n"
-               "  --no-tune             keep the libraries' heuristic algorithms (no timing; "
-               "deterministic)\n" IG_CLI_SHAPES_USAGE IG_CLI_OPT_USAGE);
+               "  --no-tune             keep the libraries' heuristic algorithms (no timing)\n"
+               "  --deterministic       no timing, cuDNN's deterministic algorithms only: the same engine from\n"
+               "                        every build on this machine\n" IG_CLI_SHAPES_USAGE IG_CLI_OPT_USAGE);
 }
 
 static double now_s(void)
@@ -130,13 +135,19 @@ int ig__cmd_build(int argc, char **argv)
             bo.precision = INGOT_DTYPE_BFLOAT16;
         } else if (!strcmp(a, "--no-tune")) {
             bo.cuda_tune = 0;
+        } else if (!strcmp(a, "--deterministic")) {
+            bo.deterministic = 1;
+        } else if (!strcmp(a, "--mem-limit") && i + 1 < argc) {
+            uint64_t v;
+            if (!ig__cli_parse_bytes("--mem-limit", argv[++i], &v) || !v) return 2;
+            bo.mem_limit = (size_t)v;
         } else if (!strcmp(a, "--device") && i + 1 < argc) {
             int64_t d;
             if (!ig__cli_parse_i64("--device", argv[++i], 0, &d) || d > 1024) return 2;
             bo.device = (int)d;
         } else if (!strcmp(a, "--workspace") && i + 1 < argc) {
-            int64_t w;
-            if (!ig__cli_parse_i64("--workspace", argv[++i], 1, &w)) return 2;
+            uint64_t w;
+            if (!ig__cli_parse_bytes("--workspace", argv[++i], &w) || !w) return 2;
             bo.workspace_limit = (size_t)w;
         } else if (!strcmp(a, "--timing-cache") && i + 1 < argc) {
             cache = argv[++i];

@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,27 @@ int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out)
         return 0;
     }
     *out = (int64_t)v;
+    return 1;
+}
+
+int ig__cli_parse_bytes(const char *opt, const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = s && *s && *s != '-' ? strtoull(s, &end, 10) : 0;
+    int shift = 0;
+    if (end && *end) {
+        const char *u = end;
+        shift = (*u == 'k' || *u == 'K') ? 10 : (*u == 'm' || *u == 'M') ? 20 : (*u == 'g' || *u == 'G') ? 30 : -1;
+        if (shift > 0) u++;
+        if (shift > 0 && (!strcmp(u, "iB") || !strcmp(u, "B"))) u += strlen(u);
+        if (*u) shift = -1;
+    }
+    if (!s || !end || end == s || errno || shift < 0 || (shift && v > (UINT64_MAX >> shift))) {
+        fprintf(stderr, "ingot: %s expects a byte count (e.g. 1048576, 64M, 2GiB), got '%s'\n", opt, s ? s : "");
+        return 0;
+    }
+    *out = (uint64_t)v << shift;
     return 1;
 }
 
