@@ -462,10 +462,11 @@ INGOT_API ingot_context_options ingot_context_options_default(void);
  * call from several threads at once. A setup call: failures are reported on e's runtime. */
 INGOT_API ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *opts, ingot_context **out);
 INGOT_API void ingot_context_destroy(ingot_context *c);
-/* Run one inference. inputs are matched by name; every graph input must be given, with the model's
- * dtype and a shape the model allows (otherwise INGOT_ERR_INPUT naming the input, what was expected
- * and what was given). When shapes (or the values of inputs that decide shapes) differ from the last
- * run, the context re-infers and re-plans first. Failures are reported on the context
+/* Run one inference. inputs are matched by name; every graph input must be given, once, with the
+ * model's dtype and a shape the model allows (otherwise INGOT_ERR_INPUT naming the input, what was
+ * expected and what was given). Run-time errors of the model itself, such as an integer division by
+ * zero, are INGOT_ERR_INPUT naming the node and the element. When shapes (or the values of inputs that decide shapes)
+ * differ from the last run, the context re-infers and re-plans first. Failures are reported on the context
  * (ingot_context_errmsg); a failed run leaves no outputs. */
 INGOT_API ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs);
 /* Output i of the last run; data belongs to the context and stays valid until the next run (of
@@ -500,6 +501,61 @@ INGOT_API ingot_status ingot_model_describe_json(const ingot_model *m, char **ou
  * docs/CLI.md ("ingot inspect --optimized"). Errors on the runtime. */
 INGOT_API ingot_status ingot_engine_describe_json(const ingot_engine *e, char **out);
 INGOT_API void ingot_free(void *p);
+
+/* ---- diagnostics: per-step profiles and memory accounts (docs/DIAGNOSE.md) ------------------------ */
+
+/* One step as it ran: an executed node of the engine's optimized graph on the CPU; a kernel or library
+ * call on the GPU (ingot_cuda_context_profile_steps). Costs are what the step must at least do: FLOPs
+ * from the op's cost function (a multiply-add counts 2), every input and weight read once, every
+ * output written once, in the dtypes the backend stores them in, plus the workspace it was given. */
+typedef struct ingot_step_profile {
+    char name[128];         /* the node's name, or what the backend added ("input copy") */
+    char op[64];            /* its op ("Conv", "ingot.FusedMatMul"); "" for steps the backend added */
+    char kind[16];          /* the CUDA step kind ("gemm", "ew", ...); "cpu" on the CPU */
+    int64_t node;           /* index of the node in the engine's graph, -1 for steps the backend added */
+    int32_t covers;         /* model nodes the step computes: 1, or what a fused node replaced */
+    int32_t feeds_next;     /* 1: its output is read by the next step only (fusing them removes it) */
+    double ms;              /* time of the step */
+    double flops;           /* operations */
+    double bytes_read;      /* inputs and weights */
+    double bytes_written;   /* outputs */
+    double bytes_workspace; /* planned scratch (0 where none or unknown) */
+    ingot_dtype math_dtype; /* precision of its arithmetic: FLOAT, FLOAT16 */
+    size_t live_bytes;      /* activation bytes live while it runs */
+} ingot_step_profile;
+
+/* Run one inference of a CPU context with every step timed (the same kernels and outputs as
+ * ingot_context_run; the run before it prepares the plan, so a first call runs twice). Writes up to max
+ * steps into steps and their number into *n_steps (max 0 and steps NULL: count only). Errors on the
+ * context; a CUDA context is told to use ingot_cuda_context_profile_steps (ingot_cuda.h). */
+INGOT_API ingot_status ingot_context_profile_steps(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
+                                                   ingot_step_profile *steps, int64_t max, int64_t *n_steps);
+
+/* Where the memory of a context goes, every account apart. The library's own accounts are exact (the
+ * plan's and the allocations' sizes); on a CUDA context free and total are cudaMemGetInfo's now, and
+ * unattributed is the rest of the device's used memory: the CUDA context, library handles, CUDA Graph
+ * objects, loaded kernels and other processes (`ingot profile` splits it by measuring around each). On a
+ * CPU context free and total are the host's physical memory (available and installed). */
+typedef struct ingot_memory_accounts {
+    uint32_t struct_size;          /* sizeof(ingot_memory_accounts), set by the caller */
+    int32_t device;                /* 1: device memory of a CUDA context; 0: host memory */
+    size_t weights;                /* the engine's weights (CPU: the aligned copies it made) */
+    size_t arena;                  /* the context's one allocation: activations, workspace, constants */
+    size_t activations;            /* of which activations (CUDA: arena - workspace - constants - io; CPU:
+                                      the arena, scratch packed among the activations by lifetime) */
+    size_t activation_lower_bound; /* the most bytes live at once: no packing can use less */
+    size_t activation_no_reuse;    /* every tensor its own bytes */
+    size_t workspace;              /* the largest scratch of any step */
+    size_t constants;              /* shape-dependent constants kept in the arena */
+    size_t io_staging;             /* input (CUDA: and output) staging; CUDA: inside the arena */
+    size_t library_live;           /* all the library holds: CUDA every ingot device allocation; CPU
+                                      weights + arena (unless the caller's) + staging */
+    size_t unattributed;           /* used memory none of the above explains (see above) */
+    size_t free_bytes, total_bytes;
+} ingot_memory_accounts;
+
+/* The accounts of c for the shapes it last ran (or, on CUDA, prepared). Errors on the context. */
+INGOT_API ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_accounts *out);
 
 #ifdef __cplusplus
 }

@@ -88,6 +88,14 @@ INGOT_API int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tenso
                                              ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream, int64_t max,
                                              char (*labels)[96], double *ms);
 
+/* ingot_context_profile_steps on a CUDA context, inputs and outputs in device memory: every step runs
+ * once on `stream` with an event between each (stream execution, no CUDA Graph) and is joined with the
+ * node it computes and that step's bytes and FLOPs (its device tensors, in the engine's precision).
+ * Writes up to max steps and their number into *n_steps. Errors on the context. */
+INGOT_API ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
+                                                        ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream,
+                                                        ingot_step_profile *steps, int64_t max, int64_t *n_steps);
+
 #ifdef __cplusplus
 }
 #endif

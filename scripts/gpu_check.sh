@@ -17,6 +17,13 @@
 # Stages have time limits so the whole run stays within 9 minutes on one H200; a failing stage is
 # reported and the next one still runs. Exit status: 0 when every stage passed.
 # INGOT_GPU_PART=tests runs 1-3 only, INGOT_GPU_PART=bench 1 and 4-5 only (two calls of a lease each).
+# INGOT_GPU_PART=reliability runs 1 and the reliability stages only (part of `tests` too; issue 13): the
+# device fault sweep (tests/gpu/test_gpu_faults) on resnet_block fp32 and bert_layer fp16, the soak
+# (tests/gpu/test_gpu_soak: 4 contexts x 4 threads) on both and on ResNet-50 batch 32 when exported, and
+# compute-sanitizer racecheck on the attention kernels and memcheck/racecheck on elementwise models.
+# INGOT_FAULT_SECONDS (default 60) bounds each sweep, INGOT_SOAK_SECONDS (60) each soak, INGOT_SOAK_RUNS
+# (1000000) the small models' run count.
+# INGOT_GPU_PART=zoo builds ingot and runs one shard of the model zoo, bench/zoo (INGOT_ZOO_SHARD=K/N).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -30,9 +37,10 @@ t_start=$SECONDS
 failed_stages=()
 models=${INGOT_BENCH_MODELS:-resnet50,mobilenet_v2,vit_b_16,bert_base}
 part=${INGOT_GPU_PART:-all}
-do_tests=1 do_bench=1
-[ "$part" = bench ] && do_tests=0
+do_tests=1 do_bench=1 do_rel=1
+[ "$part" = bench ] && do_tests=0 && do_rel=0
 [ "$part" = tests ] && do_bench=0
+[ "$part" = reliability ] && do_tests=0 && do_bench=0 && models=${INGOT_BENCH_MODELS:-resnet50}
 batches=${INGOT_BENCH_BATCHES:-1,128}
 
 say() { echo "$*" | tee -a "$log"; }
@@ -69,6 +77,40 @@ done
 } >>"$log" 2>&1
 head -12 "$log"
 
+# INGOT_GPU_PART=zoo: build ingot and run one shard of the model zoo (bench/zoo/README.md), nothing else.
+#   INGOT_ZOO_SHARD=K/N (default 1/6) or INGOT_ZOO_MODELS=a,b,c; INGOT_ZOO_BUDGET: seconds for the whole
+#   call, build included (default 540); results in $OUT/zoo (zoo.json, zoo.md), exports in $work/zoo.
+if [ "$part" = zoo ]; then
+    zoo_sel=(--shard "${INGOT_ZOO_SHARD:-1/6}")
+    [ -n "${INGOT_ZOO_MODELS:-}" ] && zoo_sel=(--models "$INGOT_ZOO_MODELS")
+    zoo_budget=${INGOT_ZOO_BUDGET:-540}
+    mkdir -p "$out/zoo" "$work/zoo"
+    # the exports (CPU) run while ingot builds; the shard's own run waits for the ones still in progress
+    python3 bench/zoo/zoo.py --export-only "${zoo_sel[@]}" --work "$work/zoo" >"$out/zoo/export.log" 2>&1 &
+    zoo_export=$!
+    stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
+        "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
+    stage "build" 300 cmake --build "$here/build-gpu" -j"$(nproc 2>/dev/null || echo 8)" --target ingot
+    left=$((zoo_budget - (SECONDS - t_start)))
+    if [ $left -lt 60 ]; then
+        say "::: zoo: only ${left}s of INGOT_ZOO_BUDGET=${zoo_budget}s left after the build: run the shard again"
+        failed_stages+=("zoo (no time left)")
+    elif [ -x "$here/build-gpu/ingot" ]; then
+        jobs_arg=()
+        # fewer export processes of our own while the background ones are still busy
+        kill -0 "$zoo_export" 2>/dev/null && jobs_arg=(--jobs 2)
+        stage "zoo ${zoo_sel[*]}" $((left + 60)) python3 bench/zoo/zoo.py "${zoo_sel[@]}" "${jobs_arg[@]}" \
+            --work "$work/zoo" --out "$out/zoo" --ingot "$here/build-gpu/ingot" --budget "$left"
+    fi
+    kill "$zoo_export" 2>/dev/null
+    wait "$zoo_export" 2>/dev/null
+    [ -f "$out/zoo/zoo.md" ] && cat "$out/zoo/zoo.md" | tee -a "$log"
+    say ""
+    say "gpu_check zoo: $((SECONDS - t_start)) s; failed stages: ${#failed_stages[@]}${failed_stages:+ (${failed_stages[*]})}"
+    [ ${#failed_stages[@]} -eq 0 ]
+    exit
+fi
+
 # the exports run on the CPU while the build runs
 export_pid=""
 if [ -n "$peers" ]; then
@@ -81,7 +123,7 @@ jobs=$(nproc 2>/dev/null || echo 8)
 stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
     "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
 stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower test_gpu_threads \
-    test_gpu_engine test_gpu_budget
+    test_gpu_engine test_gpu_faults test_gpu_soak test_gpu_budget
 bin=$here/build-gpu
 ok_build=0
 [ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
@@ -128,6 +170,56 @@ if [ $ok_build = 1 ] && [ $do_tests = 1 ]; then
     fi
 fi
 
+# ---- reliability (issue 13): every device error path, a soak, the race checker --------------------------
+if [ $ok_build = 1 ] && [ $do_rel = 1 ]; then
+    gm=$work/gm
+    [ -f "$gm/resnet_block/model.onnx" ] ||
+        stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$gm"
+    fs=${INGOT_FAULT_SECONDS:-60} ss=${INGOT_SOAK_SECONDS:-60} sr=${INGOT_SOAK_RUNS:-1000000}
+    # each allocation, CUDA call, kernel launch and cuDNN/cuBLASLt call of a build + context + 3 runs fails
+    # in turn: a clean error naming the call, no leak, a fresh engine gives the same outputs
+    stage "fault sweep resnet_block (fp32)" $((2 * fs + 120)) "$bin/tests/gpu/test_gpu_faults" "$gm/resnet_block" \
+        --seconds "$fs"
+    stage "fault sweep bert_layer (fp16)" $((2 * fs + 120)) "$bin/tests/gpu/test_gpu_faults" "$gm/bert_layer" --fp16 \
+        --seconds "$fs"
+    # 4 contexts on 4 threads: memory flat after warm-up, p99 stable, outputs bit-identical to the first run
+    stage "soak resnet_block (fp32, up to $sr runs in ${ss}s)" $((2 * ss + 120)) "$bin/tests/gpu/test_gpu_soak" \
+        "$gm/resnet_block" --runs "$sr" --seconds "$ss"
+    stage "soak bert_layer (fp16, up to $sr runs in ${ss}s)" $((2 * ss + 120)) "$bin/tests/gpu/test_gpu_soak" \
+        "$gm/bert_layer" --fp16 --runs "$sr" --seconds "$ss"
+    if [ "${INGOT_SKIP_SANITIZER:-0}" = 1 ]; then
+        say "::: compute-sanitizer racecheck skipped (INGOT_SKIP_SANITIZER=1)"
+    elif command -v compute-sanitizer >/dev/null; then
+        # shared-memory races: the wide attention kernel (cp.async double buffering), the split one (the
+        # combine through shared memory), then the elementwise/norm/softmax kernels of a BERT layer
+        cs=(compute-sanitizer --error-exitcode 1 --print-limit 20)
+        for kern in wide split; do
+            stage "compute-sanitizer racecheck (attention, $kern kernel)" 240 env INGOT_CUDA_TUNE=0 \
+                INGOT_CUDA_ATTENTION_KERNEL=$kern "${cs[@]}" --tool racecheck "$bin/ingot" bench \
+                "$gm/sdpa_head64_197/model.onnx" --fp16 --batch 2 --iterations 2 --warmup 1
+        done
+        stage "compute-sanitizer racecheck (elementwise, bert_layer fp16)" 240 env INGOT_CUDA_TUNE=0 "${cs[@]}" \
+            --tool racecheck "$bin/ingot" bench "$gm/bert_layer/model.onnx" --fp16 --batch 2 --iterations 2 --warmup 1
+        stage "compute-sanitizer memcheck (elementwise: misc_ops, op_coverage, lazy_views)" 240 env INGOT_CUDA_TUNE=0 \
+            "${cs[@]}" --tool memcheck "$bin/tests/gpu/test_gpu" --no-leak "$gm/misc_ops" "$gm/op_coverage" \
+            "$gm/lazy_views"
+    else
+        say "::: compute-sanitizer not found: racecheck skipped"
+    fi
+    # ResNet-50 from the peers export, started before the build (waited for here, last)
+    if [ -n "$export_pid" ]; then
+        wait "$export_pid"
+        cat "$work/export.log" >>"$log"
+        export_pid=""
+    fi
+    if [ -f "$work/models/resnet50.onnx" ]; then
+        stage "soak resnet50 (fp16, batch 32, 10000 runs)" $((2 * ss + 180)) "$bin/tests/gpu/test_gpu_soak" \
+            "$work/models/resnet50.onnx" --batch 32 --fp16 --runs 10000 --seconds "$ss"
+    else
+        say "::: soak resnet50: not exported (needs the peers script and torch): skipped"
+    fi
+fi
+
 if [ -n "$export_pid" ]; then
     wait "$export_pid"
     cat "$work/export.log" >>"$log"
@@ -138,6 +230,7 @@ IFS=, read -r -a batch_list <<<"$batches"
 : >"$out/bench.jsonl"
 if [ $ok_build = 1 ]; then
     for m in "${model_list[@]}"; do
+        [ "$part" = reliability ] && break # the export was for its soak: whole-model stages are in tests
         f=$work/models/$m.onnx
         [ -f "$f" ] || { say "::: model $m: not exported"; failed_stages+=("export $m"); continue; }
         [ $do_tests = 1 ] || continue

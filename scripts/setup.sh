@@ -41,6 +41,17 @@ if command -v clang >/dev/null; then
   [ -f "$rt" ] || need_apt+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
 fi
 [ ${#need_apt[@]} -eq 0 ] || apt_install "${need_apt[@]}"
+# Chromium renders the diagnostics report in CI (tests/report/); without it that check skips with a
+# message, so a failed install only warns
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  echo "setup: installing chromium (apt-get; for tests/report's headless rendering)"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } \
+    >/dev/null 2>&1; then
+    echo "setup: warning: chromium could not be installed: tests/report skips its browser checks" >&2
+  fi
+fi
 
 # ---- the virtual environment: made once; remade when its interpreter no longer starts -------------
 if [ -e "$venv" ] && ! "$venv/bin/python3" -c 'import sys' >/dev/null 2>&1; then

@@ -60,6 +60,7 @@ else
 fi
 # run_all rebuilds first (a no-op after the build stage): a broken build fails here too, not old binaries
 stage "conformance, shapes, FLOPs, models" tests/run_all.sh "$build" --no-unit
+stage "diagnostics: synthetic bottlenecks, HTML report in headless Chromium" tests/report/run.sh "$build"
 echo
 echo "stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

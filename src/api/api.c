@@ -148,8 +148,10 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
 {
     if (!rt) return INGOT_ERR_INVALID_ARG;
     clear(rt);
-    if (!out || (!path && !data)) return fail(rt, INGOT_ERR_INVALID_ARG, "ingot_model_load: NULL argument");
+    const char *fn = path || !data ? "ingot_model_load" : "ingot_model_load_buffer";
+    if (!out) return fail(rt, INGOT_ERR_INVALID_ARG, "%s: out is NULL", fn);
     *out = NULL;
+    if (!path && !data) return fail(rt, INGOT_ERR_INVALID_ARG, "ingot_model_load: path is NULL");
     ingot_load_options o = ingot_load_options_default();
     if (opts) {
         if (opts->struct_size != sizeof o)
@@ -158,6 +160,10 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
                         "ingot_load_options_default())",
                         opts->struct_size, sizeof o);
         o = *opts;
+        if ((o.use_mmap != 0 && o.use_mmap != 1) || (o.load_external_data != 0 && o.load_external_data != 1))
+            return fail(rt, INGOT_ERR_INVALID_ARG, "ingot_load_options.%s must be 0 or 1, not %d",
+                        o.use_mmap != 0 && o.use_mmap != 1 ? "use_mmap" : "load_external_data",
+                        o.use_mmap != 0 && o.use_mmap != 1 ? o.use_mmap : o.load_external_data);
     }
     ig_err err = {0};
     ingot_model *m = ig__calloc(1, sizeof *m);
@@ -193,7 +199,14 @@ ingot_status ingot_model_load(ingot_runtime *rt, const char *path, const ingot_l
 ingot_status ingot_model_load_buffer(ingot_runtime *rt, const void *data, size_t n_bytes, const char *base_dir,
                                      const ingot_load_options *opts, ingot_model **out)
 {
-    return model_open(rt, NULL, data ? data : "", n_bytes, base_dir, opts, out);
+    if (!data && n_bytes) { /* never read n_bytes from NULL */
+        if (!rt) return INGOT_ERR_INVALID_ARG;
+        if (out) *out = NULL;
+        clear(rt);
+        return fail(rt, INGOT_ERR_INVALID_ARG, "ingot_model_load_buffer: data is NULL with n_bytes %zu", n_bytes);
+    }
+    static const uint8_t empty[1];
+    return model_open(rt, NULL, data ? data : empty, n_bytes, base_dir, opts, out);
 }
 
 void ingot_model_destroy(ingot_model *m)
@@ -225,7 +238,8 @@ int64_t ingot_model_output_count(const ingot_model *m) { return m ? m->g.n_outpu
 
 ingot_status ingot_model_input_info(const ingot_model *m, int64_t i, ingot_tensor_info *out)
 {
-    if (!m || !out) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
+    if (!out) return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_input_info: out is NULL");
     if (i < 0 || i >= m->g.n_inputs)
         return fail(m->rt, INGOT_ERR_INVALID_ARG, "input index %" PRId64 " out of range (model has %d inputs)", i,
                     (int)m->g.n_inputs);
@@ -235,7 +249,8 @@ ingot_status ingot_model_input_info(const ingot_model *m, int64_t i, ingot_tenso
 
 ingot_status ingot_model_output_info(const ingot_model *m, int64_t i, ingot_tensor_info *out)
 {
-    if (!m || !out) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
+    if (!out) return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_output_info: out is NULL");
     if (i < 0 || i >= m->g.n_outputs)
         return fail(m->rt, INGOT_ERR_INVALID_ARG, "output index %" PRId64 " out of range (model has %d outputs)", i,
                     (int)m->g.n_outputs);
@@ -245,11 +260,20 @@ ingot_status ingot_model_output_info(const ingot_model *m, int64_t i, ingot_tens
 
 ingot_status ingot_model_tensor_info(const ingot_model *m, const char *name, ingot_tensor_info *out)
 {
-    if (!m || !name || !out) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
+    if (!name || !out)
+        return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_tensor_info: %s is NULL", !name ? "name" : "out");
     int32_t id = ig__graph_find(&m->g, name);
     if (id < 0) return fail(m->rt, INGOT_ERR_INVALID_ARG, "no tensor named '%s'", name);
     fill_tensor_info(m, id, out);
     return INGOT_OK;
+}
+
+/* The value id of graph input `name` (not an initializer), or -1: a hash lookup. */
+static int32_t input_value(const ig_graph *g, const char *name)
+{
+    int32_t id = ig__graph_find(g, name);
+    return id >= 0 && (g->values[id].flags & IG_VAL_INPUT) ? id : -1;
 }
 
 static int32_t find_input(const ig_graph *g, const char *name)
@@ -292,11 +316,18 @@ static void bind_shape(ig_value *v, int32_t rank, const int64_t *dims)
 
 ingot_status ingot_model_set_input_shape(ingot_model *m, const char *name, int32_t rank, const int64_t *dims)
 {
-    if (!m || !name || (rank > 0 && !dims)) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
     clear(m->rt);
-    int32_t i = find_input(&m->g, name);
-    if (i < 0) return fail(m->rt, INGOT_ERR_INVALID_ARG, "the model has no input named '%s'", name);
-    ig_value *v = &m->g.values[m->g.inputs[i]];
+    if (!name) return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_set_input_shape: name is NULL");
+    /* the rank before the dims: never read past the caller's array (nor past ig_shape's) */
+    if (rank < 0 || rank > INGOT_MAX_RANK)
+        return fail(m->rt, INGOT_ERR_INVALID_ARG, "input '%s': rank %d is not supported (0 to %d)", name, (int)rank,
+                    INGOT_MAX_RANK);
+    if (rank > 0 && !dims)
+        return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_set_input_shape: dims is NULL with rank %d", (int)rank);
+    int32_t id = input_value(&m->g, name);
+    if (id < 0) return fail(m->rt, INGOT_ERR_INVALID_ARG, "the model has no input named '%s'", name);
+    ig_value *v = &m->g.values[id];
     ig_err err = {0};
     if (check_input_dims(&m->g, v, rank, dims, &err) != INGOT_OK) {
         err.status = INGOT_ERR_INVALID_ARG;
@@ -312,25 +343,37 @@ ingot_status ingot_model_set_batch(ingot_model *m, int64_t batch)
     if (!m) return INGOT_ERR_INVALID_ARG;
     clear(m->rt);
     if (batch < 1) return fail(m->rt, INGOT_ERR_INVALID_ARG, "batch must be at least 1, not %" PRId64, batch);
-    /* the batch symbols: those some input has as its leading dim; nothing else is touched */
-    for (int32_t i = 0; i < m->g.n_inputs; i++) {
-        const ig_value *v = &m->g.values[m->g.inputs[i]];
-        if (v->decl_shape.rank < 1 || ig__dim_known(v->decl_shape.d[0])) continue;
-        int32_t sym = v->decl_shape.d[0].sym;
-        /* a dim named by that symbol, in any input, is the same dim: it takes the same value */
-        for (int32_t j = 0; j < m->g.n_inputs; j++) {
-            ig_value *w = &m->g.values[m->g.inputs[j]];
+    /* the batch symbols: those some input has as its leading dim; nothing else is touched. A dim named
+     * by one of them, in any input, is the same dim: it takes the same value. Two passes over the
+     * inputs (a flag per symbol), so many inputs cost linear time. */
+    ig_graph *g = &m->g;
+    bool *is_batch = ig__calloc((size_t)g->n_syms + 1, sizeof(bool));
+    if (!is_batch) return fail(m->rt, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int32_t i = 0; i < g->n_inputs; i++) {
+        const ig_value *v = &g->values[g->inputs[i]];
+        if (v->decl_shape.rank >= 1 && !ig__dim_known(v->decl_shape.d[0]) && v->decl_shape.d[0].sym >= 0 &&
+            v->decl_shape.d[0].sym < g->n_syms)
+            is_batch[v->decl_shape.d[0].sym] = true;
+    }
+    /* check every dim first, then bind: a failure leaves the bindings as they were */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t j = 0; j < g->n_inputs; j++) {
+            ig_value *w = &g->values[g->inputs[j]];
             if (w->decl_shape.rank != w->shape.rank) continue;
             for (int32_t k = 0; k < w->shape.rank; k++) {
-                if (w->decl_shape.d[k].sym != sym) continue;
+                int32_t sym = w->decl_shape.d[k].sym;
+                if (ig__dim_known(w->decl_shape.d[k]) || sym < 0 || sym >= g->n_syms || !is_batch[sym]) continue;
                 int64_t d;
-                if (!ig__mul_i64(batch, w->decl_shape.d[k].n, &d))
+                if (!ig__mul_i64(batch, w->decl_shape.d[k].n, &d)) {
+                    ig__free(is_batch);
                     return fail(m->rt, INGOT_ERR_INVALID_ARG, "batch %" PRId64 " overflows dim %d of input '%s'", batch,
                                 (int)k, w->name);
-                w->shape.d[k] = ig__dim_const(d);
+                }
+                if (pass) w->shape.d[k] = ig__dim_const(d);
             }
         }
     }
+    ig__free(is_batch);
     m->inferred = false;
     return INGOT_OK;
 }
@@ -346,7 +389,8 @@ ingot_status ingot_model_infer(ingot_model *m)
 
 ingot_status ingot_model_get_info(const ingot_model *m, ingot_model_info *out)
 {
-    if (!m || !out) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
+    if (!out) return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_get_info: out is NULL");
     const ig_graph *g = &m->g;
     memset(out, 0, sizeof *out);
     out->ir_version = g->ir_version;
@@ -377,7 +421,8 @@ int64_t ingot_model_node_count(const ingot_model *m) { return m ? m->g.n_nodes :
 
 ingot_status ingot_model_node_info(const ingot_model *m, int64_t i, ingot_node_info *out)
 {
-    if (!m || !out) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
+    if (!out) return fail(m->rt, INGOT_ERR_INVALID_ARG, "ingot_model_node_info: out is NULL");
     if (i < 0 || i >= m->g.n_nodes) return fail(m->rt, INGOT_ERR_INVALID_ARG, "node index %" PRId64 " out of range", i);
     const ig_node *n = &m->g.nodes[m->g.order[i]];
     out->name = n->name;
@@ -880,6 +925,14 @@ ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *
                         opts->struct_size, sizeof o);
         o = *opts;
     }
+    if ((o.debug_canaries != 0 && o.debug_canaries != 1) || (o.memory_reuse != 0 && o.memory_reuse != 1))
+        return fail(e->rt, INGOT_ERR_INVALID_ARG, "ingot_context_options.%s must be 0 or 1, not %d",
+                    o.debug_canaries != 0 && o.debug_canaries != 1 ? "debug_canaries" : "memory_reuse",
+                    o.debug_canaries != 0 && o.debug_canaries != 1 ? o.debug_canaries : o.memory_reuse);
+    if (!o.memory && o.memory_bytes)
+        return fail(e->rt, INGOT_ERR_INVALID_ARG,
+                    "ingot_context_options.memory_bytes is %zu but memory is NULL (set both, or neither)",
+                    o.memory_bytes);
     if (o.memory && (uintptr_t)o.memory % INGOT_MEMORY_ALIGNMENT)
         return fail(e->rt, INGOT_ERR_INVALID_ARG, "context memory at %p is not aligned to %d bytes", o.memory,
                     INGOT_MEMORY_ALIGNMENT);
@@ -890,8 +943,14 @@ ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *
     ig__arena_init(&c->fold_arena);
     ig_err err = {0};
     ingot_status st = ig__graph_instance(&e->graph, &c->graph, &err);
-    if (st == INGOT_OK && !(c->bound_values = ig__calloc((size_t)e->n_inputs + 1, sizeof(void *))))
+    if (st == INGOT_OK && (!(c->bound_values = ig__calloc((size_t)e->n_inputs + 1, sizeof(void *))) ||
+                           !(c->given = ig__calloc((size_t)e->n_inputs + 1, sizeof *c->given)) ||
+                           !(c->input_pos = ig__malloc(sizeof(int32_t) * ((size_t)c->graph.n_values + 1)))))
         st = ig__errf(&err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == INGOT_OK) {
+        for (int32_t v = 0; v < c->graph.n_values; v++) c->input_pos[v] = -1;
+        for (int32_t i = 0; i < c->graph.n_inputs; i++) c->input_pos[c->graph.inputs[i]] = i;
+    }
     if (st == INGOT_OK && e->cuda) {
         /* a CUDA context prepares its first instance at creation, for the default shapes */
         bool concrete = true;
@@ -922,30 +981,34 @@ void ingot_context_destroy(ingot_context *c)
     ig__plan_free(&c->plan);
     for (int32_t i = 0; c->bound_values && i < c->graph.n_inputs; i++) ig__free_aligned(c->bound_values[i]);
     ig__free(c->bound_values);
+    ig__free(c->given);
+    ig__free(c->input_pos);
     ig__graph_free(&c->graph);
     ig__arena_free(&c->fold_arena);
     ig__free(c);
 }
 
-static const ingot_tensor *find_given(const ingot_tensor *inputs, int64_t n, const char *name)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (inputs[i].name && !strcmp(inputs[i].name, name)) return &inputs[i];
-    return NULL;
-}
-
 /* Check the given inputs against the graph and bind their shapes (and the values of shape inputs) on
- * the context's instance. Sets *changed when the instance must be re-inferred. */
+ * the context's instance. Sets *changed when the instance must be re-inferred. Leaves c->given[i]
+ * pointing at the tensor given for input i. Each name is found through the graph's hash index and
+ * c->input_pos, so the cost is linear in the number of inputs however many there are. */
 static ingot_status bind_inputs(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs, bool *changed,
                                 ig_err *err)
 {
     ig_graph *g = &c->graph;
     const ig_profile *profiles = c->engine->profiles;
     char want[256];
+    for (int32_t i = 0; i < g->n_inputs; i++) c->given[i] = NULL;
     for (int64_t i = 0; i < n_inputs; i++) {
-        if (!inputs[i].name) return ig__errf(err, INGOT_ERR_INPUT, "input %" PRId64 " has no name", i);
-        if (find_input(g, inputs[i].name) < 0)
-            return ig__errf(err, INGOT_ERR_INPUT, "the model has no input named '%s'", inputs[i].name);
+        const char *name = inputs[i].name;
+        if (!name) return ig__errf(err, INGOT_ERR_INPUT, "input %" PRId64 " has no name", i);
+        int32_t id = ig__graph_find(g, name), pos = id >= 0 ? c->input_pos[id] : -1;
+        if (pos < 0) return ig__errf(err, INGOT_ERR_INPUT, "the model has no input named '%s'", name);
+        if (c->given[pos])
+            return ig__errf(err, INGOT_ERR_INPUT,
+                            "input '%s' is given twice (inputs[%" PRId64 "] and inputs[%" PRId64 "])", name,
+                            (int64_t)(c->given[pos] - inputs), i);
+        c->given[pos] = &inputs[i];
     }
     /* symbol -> value seen, so that two inputs sharing "batch" agree */
     int64_t *sym_val = ig__calloc((size_t)g->n_syms + 1, sizeof(int64_t));
@@ -954,7 +1017,7 @@ static ingot_status bind_inputs(ingot_context *c, const ingot_tensor *inputs, in
     for (int32_t i = 0; i < g->n_inputs && st == INGOT_OK; i++) {
         ig_value *v = &g->values[g->inputs[i]];
         ig__shape_str(g, &v->decl_shape, want, sizeof want);
-        const ingot_tensor *t = find_given(inputs, n_inputs, v->name);
+        const ingot_tensor *t = c->given[i];
         if (!t) {
             st = ig__errf(err, INGOT_ERR_INPUT, "input '%s' (%s %s) was not given", v->name, ingot_dtype_name(v->dtype),
                           want);
@@ -1095,7 +1158,7 @@ ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int
     for (int32_t i = 0; i < g->n_inputs; i++) {
         const ig_value *v = &g->values[g->inputs[i]];
         if (v->flags & IG_VAL_CONST) continue; /* a bound shape input: its values are folded in */
-        const ingot_tensor *t = find_given(inputs, n_inputs, v->name);
+        const ingot_tensor *t = c->given[i];
         ig__cpu_set_input(&c->exec, i, t->data, t->bytes);
     }
     if ((st = ig__cpu_run(&c->exec, &err)) != INGOT_OK) return ig__api_ctx_fail(c, &err);

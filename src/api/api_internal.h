@@ -78,14 +78,16 @@ struct ingot_context {
     /* the last failure of a call on this context. Written by calls that take a const context too
      * (ingot_context_get_output): the slot is the context's mutable state, never the engine's. */
     ig_err err;
-    ig_graph graph;      /* this context's instance of the engine's graph */
-    ig_arena fold_arena; /* its folded constants and symbolic values */
-    void **bound_values; /* [n_inputs] values bound to shape inputs (64-byte aligned), or NULL */
-    bool inferred;       /* graph reflects the bound shapes and values */
-    uint64_t generation; /* bumped at every inference of graph */
-    uint64_t prepared;   /* the generation plan and exec were made for; 0: none */
-    bool ran;            /* the last run succeeded: outputs are valid */
-    ig_plan plan;        /* the activation arena's layout for the shapes of the last run */
+    ig_graph graph;             /* this context's instance of the engine's graph */
+    ig_arena fold_arena;        /* its folded constants and symbolic values */
+    void **bound_values;        /* [n_inputs] values bound to shape inputs (64-byte aligned), or NULL */
+    const ingot_tensor **given; /* [n_inputs] the caller's tensor for each input in the current run */
+    int32_t *input_pos;         /* [graph.n_values] the position in graph.inputs of each value, or -1 */
+    bool inferred;              /* graph reflects the bound shapes and values */
+    uint64_t generation;        /* bumped at every inference of graph */
+    uint64_t prepared;          /* the generation plan and exec were made for; 0: none */
+    bool ran;                   /* the last run succeeded: outputs are valid */
+    ig_plan plan;               /* the activation arena's layout for the shapes of the last run */
     ig_cpu_exec exec;
     struct ig_cuda_ctx *cuda; /* CUDA backend state when the engine is a CUDA engine */
 };

@@ -16,10 +16,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "../core/core.h"
+#include "../onnx/import.h"
 #include "../onnx/onnx.h"
 #include "api_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,36 +49,23 @@ static const char *npy_code(ingot_dtype t)
     return NULL;
 }
 
-/* Read the whole file into a malloc'd buffer. */
-static ingot_status read_file(const char *path, unsigned char **out, size_t *n_out, ig_err *err)
+/* The file, mapped: a regular file only (ig__onnx_blob_open opens without blocking and refuses FIFOs,
+ * devices and directories before reading), no larger than the machine's memory (a tensor is copied
+ * out of it whole, so a larger one could never load; this says so instead of failing an allocation). */
+static ingot_status map_file(const char *path, ig_onnx_blob *blob, ig_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ig__errf(err, INGOT_ERR_IO, "'%s': cannot open: %s", path, strerror(errno));
-    ingot_status st = INGOT_OK;
-    unsigned char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = ig__errf(err, INGOT_ERR_IO, "'%s': cannot determine the size: %s", path, strerror(errno));
-        goto out_close;
+    ingot_status st = ig__onnx_blob_open(path, true, "tensor file", blob, err);
+    if (st != INGOT_OK) return st;
+    uint64_t mem = ig__host_memory_bytes();
+    if (mem && (uint64_t)blob->size > mem) {
+        size_t n = blob->size;
+        ig__onnx_blob_close(blob);
+        return ig__errf(err, INGOT_ERR_INPUT,
+                        "'%s': the file is %zu bytes, more than the machine's memory (%" PRIu64
+                        " bytes): it cannot be loaded as a tensor",
+                        path, n, mem);
     }
-    buf = ig__malloc((size_t)n + 1);
-    if (!buf) {
-        st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "'%s': out of memory reading %ld bytes", path, n);
-        goto out_close;
-    }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        st = ig__errf(err, INGOT_ERR_IO, "'%s': read error", path);
-        ig__free(buf);
-        buf = NULL;
-        goto out_close;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *n_out = (size_t)n;
-out_close:
-    fclose(f);
-    return st;
+    return INGOT_OK;
 }
 
 /* ---- .npy header: a Python dict literal, e.g.
@@ -106,7 +95,7 @@ static ingot_status parse_npy_header(const char *path, const char *h, size_t hle
 {
     const char *end = h + hlen;
     const char *p = find_key(h, end, "descr");
-    if (!p || (*p != '\'' && *p != '"'))
+    if (!p || p >= end || (*p != '\'' && *p != '"'))
         return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header has no 'descr' string", path);
     char q = *p++;
     const char *ds = p;
@@ -143,7 +132,8 @@ static ingot_status parse_npy_header(const char *path, const char *h, size_t hle
         return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header: bad 'fortran_order' value", path);
 
     p = find_key(h, end, "shape");
-    if (!p || *p != '(') return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header has no 'shape' tuple", path);
+    if (!p || p >= end || *p != '(')
+        return ig__errf(err, INGOT_ERR_INPUT, "'%s': .npy header has no 'shape' tuple", path);
     p++;
     *rank = 0;
     for (;;) {
@@ -287,13 +277,14 @@ ingot_status ingot_tensor_load_file(ingot_runtime *rt, const char *path, ingot_t
         return ig__api_fail(rt, &err);
     }
     memset(out, 0, sizeof *out);
-    unsigned char *buf = NULL;
-    size_t n = 0;
-    ingot_status st = read_file(path, &buf, &n, &err);
+    ig_onnx_blob blob;
+    ingot_status st = map_file(path, &blob, &err);
     if (st != INGOT_OK) return ig__api_fail(rt, &err);
+    const unsigned char *buf = blob.data;
+    size_t n = blob.size;
     if (n >= NPY_MAGIC_LEN && memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN) == 0) {
         st = load_npy(path, buf, n, out, &err);
-        ig__free(buf);
+        ig__onnx_blob_close(&blob);
     } else if (n > 0 && buf[0] == (unsigned char)NPY_MAGIC[0]) {
         size_t same = 0;
         while (same < n && same < NPY_MAGIC_LEN && buf[same] == (unsigned char)NPY_MAGIC[same]) same++;
@@ -302,9 +293,9 @@ ingot_status ingot_tensor_load_file(ingot_runtime *rt, const char *path, ingot_t
                                 : "'%s': broken .npy file: it starts with 0x93 but not with the \\x93NUMPY magic "
                                   "(%zu bytes match)",
                       path, same);
-        ig__free(buf);
+        ig__onnx_blob_close(&blob);
     } else {
-        ig__free(buf); /* the ONNX reader reads the file itself */
+        ig__onnx_blob_close(&blob); /* the ONNX reader reads the file itself */
         st = load_pb(path, out, &err);
         if (st == INGOT_ERR_MODEL_PARSE) { /* not a TensorProto either: say both */
             char why[IG_ERRMSG_MAX];

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* Atomics, because contexts of one engine allocate from several threads at once (relaxed: the count
  * orders nothing else; a test setting the failure point does so before it starts any thread). */
@@ -18,28 +19,42 @@ uint64_t ig__alloc_fail_after(uint64_t n)
     return made;
 }
 
-static bool alloc_should_fail(void)
+uint64_t ig__host_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return 0;
+    uint64_t b;
+    return __builtin_mul_overflow((uint64_t)pages, (uint64_t)page, &b) ? UINT64_MAX : b;
+}
+
+static _Atomic size_t alloc_max; /* 0: no limit */
+
+void ig__alloc_set_limit(size_t max_bytes) { atomic_store_explicit(&alloc_max, max_bytes, memory_order_relaxed); }
+
+static bool alloc_should_fail(size_t n)
 {
     uint64_t k = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
     uint64_t at = atomic_load_explicit(&alloc_fail_at, memory_order_relaxed);
-    return at && k >= at;
+    size_t max = atomic_load_explicit(&alloc_max, memory_order_relaxed);
+    return (at && k >= at) || (max && n > max);
 }
 
 void *ig__malloc(size_t n)
 {
-    if (alloc_should_fail()) return NULL;
+    if (alloc_should_fail(n)) return NULL;
     return malloc(n ? n : 1);
 }
 
 void *ig__calloc(size_t n, size_t size)
 {
-    if (alloc_should_fail()) return NULL;
+    size_t total;
+    if (alloc_should_fail(__builtin_mul_overflow(n, size, &total) ? SIZE_MAX : total)) return NULL;
     return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *ig__realloc(void *p, size_t n)
 {
-    if (alloc_should_fail()) return NULL;
+    if (alloc_should_fail(n)) return NULL;
     return realloc(p, n ? n : 1);
 }
 
@@ -47,7 +62,7 @@ void ig__free(void *p) { free(p); }
 
 void *ig__malloc_aligned(size_t n, size_t align)
 {
-    if (alloc_should_fail()) return NULL;
+    if (alloc_should_fail(n)) return NULL;
     void *p = NULL;
     if (posix_memalign(&p, align, n ? n : 1) != 0) return NULL;
     return p;

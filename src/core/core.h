@@ -68,6 +68,12 @@ void ig__free_aligned(void *p);
  * it off. Returns the number of allocations made since the last call. The counter is atomic, so
  * allocations from several threads are counted (in whatever order they happen). */
 uint64_t ig__alloc_fail_after(uint64_t n);
+/* For fuzzers: every single allocation larger than max_bytes fails (0, the default: no limit), so a
+ * crafted model's huge tensor is an out-of-memory error, not an allocation the harness counts as a
+ * crash. */
+void ig__alloc_set_limit(size_t max_bytes);
+/* The machine's physical memory in bytes (0 when unknown): what no single host tensor can exceed. */
+uint64_t ig__host_memory_bytes(void);
 
 /* ---- bump arena: many small allocations freed together ---- */
 typedef struct ig_arena_block ig_arena_block;

@@ -1,8 +1,10 @@
 /* exec.c -- the CPU executor: one planned arena, then every executed node in the plan's order. */
+#define _POSIX_C_SOURCE 200809L
 #include "exec.h"
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <time.h>
 
 #define CANARY 0xA5u
 #define POISON 0xFFu /* all-ones: NaN in every float type, -1 in every signed int */
@@ -272,10 +274,16 @@ ingot_status ig__cpu_run(ig_cpu_exec *x, ig_err *err)
                       .pool = x->pool,
                       .err = err};
         if (x->canaries) canaries_arm(x, s);
+        struct timespec t0 = {0, 0}, t1;
+        if (x->on_step) clock_gettime(CLOCK_MONOTONIC, &t0);
         if ((st = d->cpu(&ex)) != INGOT_OK) {
             if (err && err->status == INGOT_OK)
                 ig__errf(err, st, "node '%s' (%s): kernel failed", ig__node_label(n), n->op_type);
             return st;
+        }
+        if (x->on_step) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            x->on_step(x->on_step_user, s, id, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
         }
         if (x->canaries && (st = canaries_check(x, s, err)) != INGOT_OK) return st;
     }

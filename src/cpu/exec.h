@@ -43,6 +43,10 @@ typedef struct ig_cpu_exec {
     size_t *scratch_offset; /* [n_nodes] */
     size_t *scratch_bytes;  /* [n_nodes] */
     bool canaries;          /* debug: guard bytes checked after every step, dead bytes poisoned */
+    /* per-step timing hook (ingot_context_profile_steps): called after each step's kernel with the
+     * step index, the node id and the kernel's wall time; NULL (the default) reads no clock */
+    void (*on_step)(void *user, int32_t step, int32_t node, double ms);
+    void *on_step_user;
 } ig_cpu_exec;
 
 /* Bytes of arena a plan needs (what a caller's own buffer must hold), and its alignment. */

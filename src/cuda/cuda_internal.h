@@ -112,7 +112,17 @@ typedef struct ig_cu_wreq {
     X(GATHER, "gather")       \
     X(FILL, "fill")           \
     X(ATTENTION, "attention") \
-    X(DWCONV, "dwconv")
+    X(DWCONV, "dwconv")       \
+    IG_CU_KSTEP_KINDS(X)
+
+/* The kinds of the kernel families (kstep.c): one layout (u.k: tensor ids and a union of argument
+ * structs), so exec.c plans and launches all of them through ig__cu_kstep_tensors/_launch. Kinds of
+ * other layouts go before them in IG_CU_STEP_KINDS. */
+#define IG_CU_KSTEP_KINDS(X)  \
+    X(REDUCTION, "reduction") \
+    X(RESIZE, "resize")       \
+    X(GROUPNORM, "groupnorm") \
+    X(INDEX, "index")
 
 typedef enum ig_cu_step_kind {
 #define IG_CU_X_(name, label) IG_ST_##name,
@@ -153,6 +163,19 @@ typedef struct ig_cu_gemm {
     int32_t scratch;
     struct ig_cu_gemm_prep *prep;
 } ig_cu_gemm;
+
+/* A step of the kernel families (IG_CU_KSTEP_KINDS): its tensors (-1: absent) and arguments, pointers
+ * filled at launch by ig__cu_kstep_bind (kstep.c) in the order that file gives per kind. */
+#define IG_KSTEP_MAX_T 6
+typedef struct ig_cu_kstep {
+    int32_t t[IG_KSTEP_MAX_T];
+    union {
+        ig_reduction_args red; /* x, y, partials */
+        ig_resize_args resize; /* x, y, taps */
+        ig_groupnorm_args gn;  /* x, y, statistics, scale, bias */
+        ig_index_args ix;      /* x, indices, updates, y */
+    } a;
+} ig_cu_kstep;
 
 typedef struct ig_cu_step {
     int32_t kind;     /* ig_cu_step_kind */
@@ -195,6 +218,7 @@ typedef struct ig_cu_step {
             int32_t x, w, b, y;
             ig_dwconv_args args;
         } dw;
+        ig_cu_kstep k; /* the kinds of IG_CU_KSTEP_KINDS */
     } u;
 } ig_cu_step;
 
@@ -245,6 +269,14 @@ size_t ig__cu_tensor_numel(const ig_cu_tensor *t);
 
 /* The tensors step s reads or writes (at most 8) into ids; their count. */
 int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids);
+
+/* Steps of the kernel families (kstep.c). */
+bool ig__cu_is_kstep(int kind);
+/* Their tensors into ids (0 for other kinds); the step's arguments with pointers from P (tensor id ->
+ * device or host address); its launch. */
+int ig__cu_kstep_tensors(const ig_cu_step *s, int32_t *ids);
+ig_cu_kstep ig__cu_kstep_bind(const ig_cu_step *s, void *const *P);
+cudaError_t ig__cu_kstep_launch(const ig_cu_step *s, void *const *P, cudaStream_t stream);
 
 typedef struct ig_cu_plan_result {
     size_t arena, lower_bound, no_reuse, const_bytes, workspace_max;

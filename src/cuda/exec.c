@@ -15,6 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_internal.h"
+#include "fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,7 +280,7 @@ int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids)
         ids[n++] = s->u.attn.o;
         if (s->u.attn.mask >= 0) ids[n++] = s->u.attn.mask;
         break;
-    default: break;
+    default: n = ig__cu_kstep_tensors(s, ids); break;
     }
     return n;
 }
@@ -644,6 +645,7 @@ static ingot_status choose_algorithms(ig_cuda_ctx *c, instance *in, ig_err *err)
             return st;
         st = ensure_arena(c, in, err);
         if (st == INGOT_ERR_DEVICE_OOM && cap > MIN_WS_CAP && !lim) {
+            ig__err_clear(err); /* the first message is kept: this one is handled */
             cap = cap / 4 > MIN_WS_CAP ? cap / 4 : MIN_WS_CAP;
             ig__log(INGOT_LOG_INFO, "tuning with the workspace budget does not fit in free memory; trying %zu bytes",
                     cap);
@@ -978,8 +980,12 @@ static ingot_status launch_step(ig_cuda_ctx *c, instance *in, const ig_cu_step *
         e = ingot_cuda_attention(&a, stream);
         break;
     }
-    default: return ig__errf(err, INGOT_ERR_INTERNAL, "unknown step kind %d", s->kind);
+    default:
+        if (!ig__cu_is_kstep(s->kind)) return ig__errf(err, INGOT_ERR_INTERNAL, "unknown step kind %d", s->kind);
+        e = ig__cu_kstep_launch(s, (void *const *)P, stream);
+        break;
     }
+    e = ig__cu_fault_launch(e, __FILE__, __LINE__); /* tests: INGOT_CUDA_FAULT=launch:N (fault.h) */
     if (e != cudaSuccess)
         return ig__cu_status(err, e, "kernel launch", label_of(p, s, lbl, sizeof lbl), __FILE__, __LINE__);
     return INGOT_OK;

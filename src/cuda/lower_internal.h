@@ -190,10 +190,21 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id);
 ingot_status ig__lw_pad(ig_lower *L, int32_t id);
 ingot_status ig__lw_gather(ig_lower *L, int32_t id);
 ingot_status ig__lw_constant_of_shape(ig_lower *L, int32_t id);
+ingot_status ig__lw_resize(ig_lower *L, int32_t id);
+ingot_status ig__lw_groupnorm(ig_lower *L, int32_t id);
+ingot_status ig__lw_index(ig_lower *L, int32_t id);
+ingot_status ig__lw_tile(ig_lower *L, int32_t id);
+ingot_status ig__lw_depth_space(ig_lower *L, int32_t id);
+ingot_status ig__lw_einsum(ig_lower *L, int32_t id);
 /* What the table's `supports` entries share. */
 const char *ig__lw_supports_elementwise(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_conv(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_matmul(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_pad(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_resize(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_groupnorm(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_reduce(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_index(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_einsum(const ig_graph *g, const ig_node *n);
 
 #endif /* INGOT_CUDA_LOWER_INTERNAL_H */

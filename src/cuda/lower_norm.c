@@ -307,10 +307,148 @@ ingot_status ig__lw_layernorm(ig_lower *L, int32_t id)
 
 /* ---- reductions ------------------------------------------------------------------------------------ */
 
-/* Reduce x over the axes in `red` (bool per axis) into a dense output of the value's shape. */
+/* The reduction kernel's kind for node n (enum ig_rdx_kind), -1 for ops it does not compute (ArgMax).
+ * By name, so that the Reduce* ops that op_list.h does not have yet map too once they arrive. */
+static int rdx_kind(const ig_node *n)
+{
+    static const struct {
+        const char *op;
+        int kind;
+    } map[] = {
+        {"ReduceSum", IG_RDX_SUM},         {"ReduceMean", IG_RDX_MEAN},     {"GlobalAveragePool", IG_RDX_MEAN},
+        {"ReduceMax", IG_RDX_MAX},         {"GlobalMaxPool", IG_RDX_MAX},   {"ReduceMin", IG_RDX_MIN},
+        {"ReduceProd", IG_RDX_PROD},       {"ReduceL1", IG_RDX_L1},         {"ReduceL2", IG_RDX_L2},
+        {"ReduceSumSquare", IG_RDX_SUMSQ}, {"ReduceLogSum", IG_RDX_LOGSUM}, {"ReduceLogSumExp", IG_RDX_LOGSUMEXP},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(n->op_type, map[i].op)) return map[i].kind;
+    return -1;
+}
+
+typedef struct rdx_dim {
+    int64_t n, xs, ys; /* size, stride in x, stride in y (0: reduced) */
+    bool red;
+} rdx_dim;
+
+/* The canonical problem of reducing x over red[] into the dense yt (see ig_reduction_args): x's dims of
+ * size > 1 by decreasing stride, neighbours of one class merged where both strides nest, the innermost
+ * (stride 1) run split off. False when x's strides do not give one (a broadcast or strided innermost
+ * dim) or too many dims remain. */
+static bool rdx_canonical(const ig_cu_tensor *x, const bool *red, ig_reduction_args *a)
+{
+    rdx_dim d[IG_MAX_RANK];
+    int32_t n = 0;
+    int64_t ys = 1, yst[IG_MAX_RANK];
+    for (int32_t k = x->rank - 1; k >= 0; k--) { /* y is dense over the kept dims in logical order */
+        yst[k] = red[k] ? 0 : ys;
+        if (!red[k]) ys *= x->dims[k];
+    }
+    for (int32_t k = 0; k < x->rank; k++) {
+        if (x->dims[k] == 1) continue;
+        if (x->strides[k] <= 0) return false;
+        d[n++] = (rdx_dim){.n = x->dims[k], .xs = x->strides[k], .ys = yst[k], .red = red[k]};
+    }
+    for (int32_t i = 1; i < n; i++) /* by decreasing stride (insertion sort: rank <= 8) */
+        for (int32_t j = i; j > 0 && d[j - 1].xs < d[j].xs; j--) {
+            rdx_dim t = d[j - 1];
+            d[j - 1] = d[j];
+            d[j] = t;
+        }
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        rdx_dim *o = m ? &d[m - 1] : NULL;
+        if (o && o->red == d[i].red && o->xs == d[i].xs * d[i].n && (o->red || o->ys == d[i].ys * d[i].n)) {
+            o->n *= d[i].n;
+            o->xs = d[i].xs;
+            o->ys = d[i].ys;
+            continue;
+        }
+        d[m++] = d[i];
+    }
+    memset(a, 0, sizeof *a);
+    a->n_out = 1;
+    a->n_red_total = 1;
+    a->inner = 1;
+    if (m == 0) return true; /* a single element */
+    const rdx_dim *in = &d[m - 1];
+    if (in->xs != 1) return false;
+    a->cols = !in->red;
+    a->inner = in->n;
+    a->inner_ys = in->ys;
+    if (in->red)
+        a->n_red_total = in->n;
+    else
+        a->n_out = in->n;
+    for (int32_t i = 0; i < m - 1; i++) {
+        if (d[i].red) {
+            if (a->n_red >= IG_RDX_MAX_DIMS) return false;
+            a->red[a->n_red] = d[i].n;
+            a->red_xs[a->n_red++] = d[i].xs;
+            a->n_red_total *= d[i].n;
+        } else {
+            if (a->n_keep >= IG_RDX_MAX_DIMS) return false;
+            a->keep[a->n_keep] = d[i].n;
+            a->keep_xs[a->n_keep] = d[i].xs;
+            a->keep_ys[a->n_keep++] = d[i].ys;
+            a->n_out *= d[i].n;
+        }
+    }
+    return true;
+}
+
+/* The bandwidth kernel (reduce.cu) for float and integer tensors; *done false (nothing emitted) when it
+ * does not take them. */
+static ingot_status emit_reduction(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv,
+                                   bool *done)
+{
+    *done = false;
+    ingot_dtype ydt = ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype);
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    if (x.dtype != ydt || !ingot_cuda_reduction_supported(x.dtype, kind)) return INGOT_OK;
+    ig_reduction_args a;
+    if (!rdx_canonical(&x, red, &a)) { /* a broadcast or strided innermost dim: read a dense copy */
+        if ((xt = ig__lw_contig(L, id, xt)) < 0) return ig__lw_status(L);
+        x = *ig__lw_T(L, xt);
+        if (!rdx_canonical(&x, red, &a)) return INGOT_OK;
+    }
+    if (a.n_red_total == 0 && kind != IG_RDX_SUM)
+        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "reduction over an empty axis");
+    a.kind = kind;
+    a.x_dtype = a.y_dtype = x.dtype;
+    size_t part = ingot_cuda_reduction_plan(&a);
+    int64_t od[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, yv, od);
+    int32_t yt = ig__lw_dense(L, ydt, orank, od, false), pt = -1;
+    if (yt >= 0 && part) {
+        int64_t pn = (int64_t)(part / sizeof(float));
+        pt = ig__lw_tensor(L, ig__lw_buf(L, IG_LOC_ARENA, part), INGOT_DTYPE_FLOAT, 1, &pn, NULL, 0);
+    }
+    ig_cu_step *s = yt >= 0 && (pt >= 0 || !part) ? ig__lw_step(L, IG_ST_REDUCTION, id, NULL) : NULL;
+    if (!s) return ig__lw_oom(L);
+    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
+    s->u.k.t[0] = xt;
+    s->u.k.t[1] = yt;
+    s->u.k.t[2] = pt;
+    s->u.k.a.red = a;
+    L->p->val_tensor[yv] = yt;
+    *done = true;
+    return INGOT_OK;
+}
+
+/* Reduce x over the axes in `red` (bool per axis) into a dense output of the value's shape: the
+ * bandwidth kernel where it applies, else the general one (ArgMax, double). */
 static ingot_status emit_reduce(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv,
                                 int select_last)
 {
+    int rk = kind >= IG_RED_ARGMAX ? -1 : rdx_kind(ig__lw_node(L, id));
+    if (rk >= 0) {
+        bool done;
+        ingot_status st = emit_reduction(L, id, xt, red, rk, yv, &done);
+        if (st != INGOT_OK || done) return st;
+        if (rk >= IG_RDX_PROD) /* no general kernel for these */
+            return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s tensors are not supported",
+                               ingot_dtype_name(ig__lw_T(L, xt)->dtype));
+    }
     ig_cu_tensor x = *ig__lw_T(L, xt);
     ig_cu_step *s = ig__lw_step(L, IG_ST_REDUCE, id, NULL);
     if (!s) return ig__lw_oom(L);
@@ -351,6 +489,18 @@ static ingot_status emit_reduce(ig_lower *L, int32_t id, int32_t xt, const bool 
     return INGOT_OK;
 }
 
+const char *ig__lw_supports_reduce(const ig_graph *g, const ig_node *n)
+{
+    bool arg = n->op == IG_OP_arg_max || n->op == IG_OP_arg_min;
+    if (!arg && n->n_inputs > 1 && n->inputs[1] >= 0 && !(g->values[n->inputs[1]].flags & IG_VAL_CONST))
+        return "axes must be a constant";
+    int k = rdx_kind(n);
+    ingot_dtype t = g->values[n->inputs[0]].dtype;
+    if (k > IG_RDX_MIN && !ingot_cuda_reduction_supported(t == INGOT_DTYPE_FLOAT ? INGOT_DTYPE_FLOAT16 : t, k))
+        return "this reduction of this element type"; /* no general kernel for the kinds after Min */
+    return NULL;
+}
+
 ingot_status ig__lw_reduce(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
@@ -365,8 +515,10 @@ ingot_status ig__lw_reduce(ig_lower *L, int32_t id)
         for (int32_t k = 2; k < rank; k++) red[k] = true;
         return emit_reduce(L, id, xt, red, n->op == IG_OP_global_max_pool ? IG_RED_MAX : IG_RED_MEAN, n->outputs[0], 0);
     case IG_OP_arg_max:
+    case IG_OP_arg_min:
         red[ig__lw_norm_axis(ig__attr_int(n, "axis", 0), rank)] = true;
-        return emit_reduce(L, id, xt, red, IG_RED_ARGMAX, n->outputs[0], (int)ig__attr_int(n, "select_last_index", 0));
+        return emit_reduce(L, id, xt, red, n->op == IG_OP_arg_max ? IG_RED_ARGMAX : IG_RED_ARGMIN, n->outputs[0],
+                           (int)ig__attr_int(n, "select_last_index", 0));
     case IG_OP_reduce_mean: kind = IG_RED_MEAN; break;
     case IG_OP_reduce_sum: kind = IG_RED_SUM; break;
     case IG_OP_reduce_max: kind = IG_RED_MAX; break;
@@ -393,4 +545,79 @@ ingot_status ig__lw_reduce(ig_lower *L, int32_t id)
     }
     for (int32_t i = 0; i < na; i++) red[ig__lw_norm_axis(axes[i], rank)] = true;
     return emit_reduce(L, id, xt, red, kind, n->outputs[0], 0);
+}
+
+/* ---- instance and group normalisation --------------------------------------------------------------- */
+
+/* A parameter vector as the kernel reads it: a constant in fp32, else the tensor's dense device copy. */
+static int32_t norm_param(ig_lower *L, int32_t id, int32_t v)
+{
+    if (v < 0) return -1;
+    return ig__lw_is_const(L, v) ? ig__lw_const(L, v, INGOT_DTYPE_FLOAT, 1.f) : ig__lw_contig(L, id, ig__lw_get(L, v));
+}
+
+const char *ig__lw_supports_groupnorm(const ig_graph *g, const ig_node *n)
+{
+    ingot_dtype t = g->values[n->inputs[0]].dtype;
+    if (t != INGOT_DTYPE_FLOAT && t != INGOT_DTYPE_FLOAT16 && t != INGOT_DTYPE_BFLOAT16)
+        return "only fp32/fp16/bf16 inputs";
+    if (g->values[n->inputs[0]].shape.rank < 2) return "input of rank < 2";
+    for (int i = 1; i < n->n_inputs && i < 3; i++)
+        if (n->inputs[i] >= 0 && g->values[n->inputs[i]].dtype != t && !(g->values[n->inputs[i]].flags & IG_VAL_CONST))
+            return "scale and bias of another type than the input";
+    return NULL;
+}
+
+/* InstanceNormalization (groups = channels) and GroupNormalization (attribute num_groups; scale and bias
+ * per group before opset 21, per channel from 21). */
+ingot_status ig__lw_groupnorm(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    const char *why = ig__lw_supports_groupnorm(L->g, n);
+    if (why) return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s", why);
+    int32_t xt = ig__lw_get(L, n->inputs[0]);
+    if (xt < 0) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
+    bool cl = ig__lw_nhwc(ig__lw_T(L, xt)) && !ig__cu_tensor_contig(ig__lw_T(L, xt));
+    if (!cl && (xt = ig__lw_contig(L, id, xt)) < 0) return ig__lw_status(L);
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    ig_groupnorm_args a;
+    memset(&a, 0, sizeof a);
+    a.dtype = x.dtype;
+    a.cl = cl;
+    a.n = x.dims[0];
+    a.c = x.dims[1];
+    a.s = 1;
+    for (int32_t k = 2; k < x.rank; k++) a.s *= x.dims[k];
+    a.groups = n->op == IG_OP_group_normalization ? ig__attr_int(n, "num_groups", 1) : a.c;
+    a.eps = ig__attr_float(n, "epsilon", 1e-5f);
+    if (a.groups <= 0 || a.c % a.groups)
+        return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "%lld channels in %lld groups", (long long)a.c,
+                           (long long)a.groups);
+    int32_t st = norm_param(L, id, ig__lw_in(L, id, 1)), bt = norm_param(L, id, ig__lw_in(L, id, 2));
+    if ((ig__lw_in(L, id, 1) >= 0 && st < 0) || (ig__lw_in(L, id, 2) >= 0 && bt < 0)) return ig__lw_status(L);
+    a.per_group = n->op == IG_OP_group_normalization && n->opset < 21;
+    int32_t pv[2] = {st, bt};
+    for (int i = 0; i < 2; i++)
+        if (pv[i] >= 0 && (int64_t)ig__cu_tensor_numel(ig__lw_T(L, pv[i])) != (a.per_group ? a.groups : a.c))
+            return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "scale and bias must have one value per %s",
+                               a.per_group ? "group" : "channel");
+    a.wdtype = st >= 0 ? ig__lw_T(L, st)->dtype : bt >= 0 ? ig__lw_T(L, bt)->dtype : INGOT_DTYPE_FLOAT;
+    if (st >= 0 && bt >= 0 && ig__lw_T(L, st)->dtype != ig__lw_T(L, bt)->dtype)
+        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "scale and bias of different types");
+    int64_t pn = (int64_t)((ingot_cuda_groupnorm_plan(&a) + 3) / 4);
+    int32_t yt = ig__lw_dense(L, x.dtype, x.rank, x.dims, cl);
+    int32_t pt = yt >= 0
+                     ? ig__lw_tensor(L, ig__lw_buf(L, IG_LOC_ARENA, (size_t)pn * 4), INGOT_DTYPE_FLOAT, 1, &pn, NULL, 0)
+                     : -1;
+    ig_cu_step *s = pt >= 0 ? ig__lw_step(L, IG_ST_GROUPNORM, id, NULL) : NULL;
+    if (!s) return ig__lw_oom(L);
+    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
+    s->u.k.t[0] = xt;
+    s->u.k.t[1] = yt;
+    s->u.k.t[2] = pt;
+    s->u.k.t[3] = st;
+    s->u.k.t[4] = bt;
+    s->u.k.a.gn = a;
+    L->p->val_tensor[n->outputs[0]] = yt;
+    return INGOT_OK;
 }

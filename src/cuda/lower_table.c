@@ -50,12 +50,6 @@ static const char *sup_pool(const ig_graph *g, const ig_node *n)
     return NULL;
 }
 
-static const char *sup_reduce(const ig_graph *g, const ig_node *n)
-{
-    if (!const_input(g, n, 1) && n->op != IG_OP_arg_max) return "axes must be a constant";
-    return NULL;
-}
-
 static const char *sup_gather(const ig_graph *g, const ig_node *n)
 {
     ingot_dtype t = g->values[n->inputs[1]].dtype;
@@ -91,9 +85,9 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                        \
         ig__lw_reshape, NULL \
     }
-#define CU_REDUCE                 \
-    {                             \
-        ig__lw_reduce, sup_reduce \
+#define CU_REDUCE                             \
+    {                                         \
+        ig__lw_reduce, ig__lw_supports_reduce \
     }
 #define CU_SOFTMAX                \
     {                             \
@@ -103,31 +97,57 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                                         \
         ig__lw_matmul, ig__lw_supports_matmul \
     }
+#define CU_INDEX                            \
+    {                                       \
+        ig__lw_index, ig__lw_supports_index \
+    }
 #define CU_POOL               \
     {                         \
         ig__lw_pool, sup_pool \
     }
 
-#define CU_sqrt         CU_EW
-#define CU_erf          CU_EW
-#define CU_exp          CU_EW
-#define CU_log          CU_EW
-#define CU_neg          CU_EW
-#define CU_abs          CU_EW
-#define CU_reciprocal   CU_EW
-#define CU_tanh         CU_EW
-#define CU_sigmoid      CU_EW
-#define CU_relu         CU_EW
-#define CU_leaky_relu   CU_EW
-#define CU_clip         CU_EW
-#define CU_hard_sigmoid CU_EW
-#define CU_hard_swish   CU_EW
-#define CU_gelu         CU_EW
-#define CU_softplus     CU_EW
-#define CU_mish         CU_EW
-#define CU_is_nan       CU_EW
-#define CU_not          CU_EW
-#define CU_cast         CU_EW
+#define CU_sqrt             CU_EW
+#define CU_erf              CU_EW
+#define CU_exp              CU_EW
+#define CU_log              CU_EW
+#define CU_neg              CU_EW
+#define CU_abs              CU_EW
+#define CU_reciprocal       CU_EW
+#define CU_tanh             CU_EW
+#define CU_sigmoid          CU_EW
+#define CU_relu             CU_EW
+#define CU_leaky_relu       CU_EW
+#define CU_clip             CU_EW
+#define CU_hard_sigmoid     CU_EW
+#define CU_hard_swish       CU_EW
+#define CU_gelu             CU_EW
+#define CU_softplus         CU_EW
+#define CU_mish             CU_EW
+#define CU_is_nan           CU_EW
+#define CU_not              CU_EW
+#define CU_cast             CU_EW
+#define CU_sin              CU_EW
+#define CU_cos              CU_EW
+#define CU_tan              CU_EW
+#define CU_asin             CU_EW
+#define CU_acos             CU_EW
+#define CU_atan             CU_EW
+#define CU_sinh             CU_EW
+#define CU_cosh             CU_EW
+#define CU_asinh            CU_EW
+#define CU_acosh            CU_EW
+#define CU_atanh            CU_EW
+#define CU_floor            CU_EW
+#define CU_ceil             CU_EW
+#define CU_round            CU_EW
+#define CU_sign             CU_EW
+#define CU_elu              CU_EW
+#define CU_selu             CU_EW
+#define CU_celu             CU_EW
+#define CU_softsign         CU_EW
+#define CU_thresholded_relu CU_EW
+#define CU_shrink           CU_EW
+#define CU_is_inf           CU_EW
 #define CU_identity           \
     {                         \
         ig__lw_identity, NULL \
@@ -165,7 +185,10 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                       \
         ig__lw_expand, NULL \
     }
-#define CU_tile      CU_NONE
+#define CU_tile           \
+    {                     \
+        ig__lw_tile, NULL \
+    }
 #define CU_reshape   CU_RESHAPE
 #define CU_flatten   CU_RESHAPE
 #define CU_squeeze   CU_RESHAPE
@@ -190,7 +213,7 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                             \
         ig__lw_gather, sup_gather \
     }
-#define CU_gather_elements CU_NONE
+#define CU_gather_elements CU_INDEX
 #define CU_pad                          \
     {                                   \
         ig__lw_pad, ig__lw_supports_pad \
@@ -210,22 +233,69 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                                   \
         ig__lw_batchnorm, sup_batchnorm \
     }
-#define CU_instance_normalization CU_NONE
+#define CU_instance_normalization                   \
+    {                                               \
+        ig__lw_groupnorm, ig__lw_supports_groupnorm \
+    }
 #define CU_layer_normalization          \
     {                                   \
         ig__lw_layernorm, sup_layernorm \
     }
-#define CU_lrn            CU_NONE
-#define CU_softmax        CU_SOFTMAX
-#define CU_log_softmax    CU_SOFTMAX
-#define CU_reduce_mean    CU_REDUCE
-#define CU_reduce_sum     CU_REDUCE
-#define CU_reduce_max     CU_REDUCE
-#define CU_reduce_min     CU_REDUCE
-#define CU_arg_max        CU_REDUCE
-#define CU_resize         CU_NONE
-#define CU_upsample       CU_NONE
-#define CU_depth_to_space CU_NONE
+#define CU_lrn                CU_NONE
+#define CU_softmax            CU_SOFTMAX
+#define CU_log_softmax        CU_SOFTMAX
+#define CU_reduce_mean        CU_REDUCE
+#define CU_reduce_sum         CU_REDUCE
+#define CU_reduce_max         CU_REDUCE
+#define CU_reduce_min         CU_REDUCE
+#define CU_arg_max            CU_REDUCE
+#define CU_reduce_l1          CU_REDUCE
+#define CU_reduce_l2          CU_REDUCE
+#define CU_reduce_sum_square  CU_REDUCE
+#define CU_reduce_log_sum     CU_REDUCE
+#define CU_reduce_log_sum_exp CU_REDUCE
+#define CU_reduce_prod        CU_REDUCE
+#define CU_arg_min            CU_REDUCE
+#define CU_resize                             \
+    {                                         \
+        ig__lw_resize, ig__lw_supports_resize \
+    }
+#define CU_upsample                           \
+    {                                         \
+        ig__lw_resize, ig__lw_supports_resize \
+    }
+#define CU_depth_to_space        \
+    {                            \
+        ig__lw_depth_space, NULL \
+    }
+#define CU_cum_sum  CU_INDEX
+#define CU_trilu    CU_INDEX
+#define CU_size     CU_NONE
+#define CU_eye_like CU_NONE
+#define CU_space_to_depth        \
+    {                            \
+        ig__lw_depth_space, NULL \
+    }
+#define CU_mean        CU_NONE
+#define CU_xor         CU_NONE
+#define CU_bitwise_and CU_NONE
+#define CU_bitwise_or  CU_NONE
+#define CU_bitwise_xor CU_NONE
+#define CU_bitwise_not CU_NONE
+#define CU_bit_shift   CU_NONE
+#define CU_cast_like   CU_NONE
+#define CU_group_normalization                      \
+    {                                               \
+        ig__lw_groupnorm, ig__lw_supports_groupnorm \
+    }
+#define CU_einsum                             \
+    {                                         \
+        ig__lw_einsum, ig__lw_supports_einsum \
+    }
+#define CU_scatter_nd       CU_INDEX
+#define CU_scatter_elements CU_INDEX
+#define CU_scatter          CU_INDEX
+#define CU_gather_nd        CU_INDEX
 #define CU_pointwise           \
     {                          \
         ig__lw_pointwise, NULL \

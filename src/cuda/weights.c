@@ -288,13 +288,18 @@ ingot_status ig__cu_weights_build(const ig_graph *g, const ig_cu_prog *p, ig_cu_
         return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of host memory staging %zu bytes of weights", (size_t)off);
     }
     if ((st = fill_all(g, w, host, err)) != INGOT_OK) goto fail;
-    if ((st = IG_CU(err, NULL, ig__cu_malloc(&w->dev, off ? off : WEIGHT_ALIGN))) != INGOT_OK) {
-        if (st == INGOT_ERR_DEVICE_OOM) {
+    cudaError_t ce = ig__cu_malloc(&w->dev, off ? off : WEIGHT_ALIGN);
+    if (ce != cudaSuccess) {
+        cudaGetLastError(); /* a failed allocation is no device fault: clear it (a sticky one stays) */
+        if (ce == cudaErrorMemoryAllocation) {
             size_t free_b = 0, total_b = 0;
-            cudaMemGetInfo(&free_b, &total_b);
-            ig__err_clear(err);
-            st = ig__errf(err, INGOT_ERR_DEVICE_OOM, "weights need %zu bytes of device memory, %zu are free",
-                          (size_t)off, free_b);
+            if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
+            st = ig__errf(err, INGOT_ERR_DEVICE_OOM,
+                          "weights need %zu bytes of device memory, %zu are free (cudaMalloc: %s)", (size_t)off, free_b,
+                          cudaGetErrorName(ce));
+        } else {
+            st = ig__cu_status(err, ce, "cudaMalloc(weights)", NULL, __FILE__, __LINE__);
+            ig__err_prefix(err, "allocating %zu bytes of device memory for the weights", (size_t)off);
         }
         goto fail;
     }

@@ -178,6 +178,16 @@ static void put_value_info(exporter *x, ig_wbuf *b, int32_t id)
 
 /* ---- the graph ---- */
 
+/* An ONNX op the optimizer made at a later opset than the model imports (Gelu is ONNX's from opset 20,
+ * LayerNormalization from 17): the file cannot say so in ONNX's terms, since opset_import is one
+ * version per domain, so it is stored in the ingot domain, where the importer takes ONNX's definition
+ * whatever the opset (ig__op_find). */
+static bool later_onnx_op(const ig_graph *g, const ig_node *n)
+{
+    bool def = !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+    return def && n->opset > ig__graph_opset(g, "");
+}
+
 static void put_node(exporter *x, ig_wbuf *b, const ig_node *n)
 {
     const ig_graph *g = x->g;
@@ -185,7 +195,10 @@ static void put_node(exporter *x, ig_wbuf *b, const ig_node *n)
     for (int32_t k = 0; k < n->n_outputs; k++) pb_str(b, F_NODE_OUTPUT, value_name(g, n->outputs[k]));
     if (n->name && n->name[0]) pb_str(b, F_NODE_NAME, n->name);
     pb_str(b, F_NODE_OP_TYPE, n->op_type);
-    if (n->domain && n->domain[0]) pb_str(b, F_NODE_DOMAIN, n->domain);
+    if (later_onnx_op(g, n))
+        pb_str(b, F_NODE_DOMAIN, IG_ONNX_LATER_DOMAIN);
+    else if (n->domain && n->domain[0])
+        pb_str(b, F_NODE_DOMAIN, n->domain);
     for (int32_t k = 0; k < n->n_attrs; k++) {
         ig_wbuf a = {0};
         put_attr(x, &a, &n->attrs[k]);
@@ -246,6 +259,14 @@ ingot_status ig__onnx_export(const ig_graph *g, const ig_onnx_export_options *o,
         ig_wbuf os = {0};
         if (g->opsets[i].domain && g->opsets[i].domain[0]) pb_str(&os, F_OPSET_DOMAIN, g->opsets[i].domain);
         pb_int(&os, F_OPSET_VERSION, g->opsets[i].version);
+        pb_msg(out, F_MODEL_OPSET, &os);
+    }
+    bool later = false;
+    for (int32_t i = 0; i < g->n_nodes && !later; i++) later = !g->nodes[i].dead && later_onnx_op(g, &g->nodes[i]);
+    if (later && !ig__graph_opset(g, IG_ONNX_LATER_DOMAIN)) { /* the domain those nodes are stored in */
+        ig_wbuf os = {0};
+        pb_str(&os, F_OPSET_DOMAIN, IG_ONNX_LATER_DOMAIN);
+        pb_int(&os, F_OPSET_VERSION, 1);
         pb_msg(out, F_MODEL_OPSET, &os);
     }
     for (int32_t i = 0; i < g->n_meta; i++) {

@@ -47,7 +47,9 @@ static bool read_all(int fd, uint8_t *dst, size_t n)
 ingot_status ig__onnx_blob_open(const char *path, bool use_mmap, const char *what, ig_onnx_blob *blob, ig_err *err)
 {
     memset(blob, 0, sizeof *blob);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO or a device would block open() (a FIFO until a writer comes) before fstat
+     * could refuse it; on a regular file the flag changes nothing */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return ig__errf(err, INGOT_ERR_IO, "cannot open %s '%s': %s", what, path, strerror(errno));
     ingot_status st = INGOT_OK;
     struct stat sb;
@@ -56,7 +58,12 @@ ingot_status ig__onnx_blob_open(const char *path, bool use_mmap, const char *wha
         goto out;
     }
     if (!S_ISREG(sb.st_mode)) {
-        st = ig__errf(err, INGOT_ERR_IO, "%s '%s' is not a regular file", what, path);
+        st = ig__errf(err, INGOT_ERR_IO, "%s '%s' is not a regular file (%s)", what, path,
+                      S_ISDIR(sb.st_mode)                          ? "a directory"
+                      : S_ISFIFO(sb.st_mode)                       ? "a FIFO"
+                      : S_ISSOCK(sb.st_mode)                       ? "a socket"
+                      : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                   : "not a plain file");
         goto out;
     }
     if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {

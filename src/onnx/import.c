@@ -403,6 +403,89 @@ static ingot_status parse_attribute(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m, 
 
 /* ---- nodes ---- */
 
+static const char *attr_type_name(int t)
+{
+    static const char *names[] = {"UNDEFINED",      "FLOAT",      "INT",        "STRING",  "TENSOR", "GRAPH",
+                                  "FLOATS",         "INTS",       "STRINGS",    "TENSORS", "GRAPHS", "SPARSE_TENSOR",
+                                  "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+    return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
+}
+
+/* The types ONNX allows for attribute `attr` of default-domain op `op`; 0 when ONNX defines no such
+ * attribute (an unknown one is left to the op, which ignores it). */
+static uint32_t schema_types(const char *op, const char *attr)
+{
+    int32_t lo = 0, hi = ig__onnx_attr_schema_count - 1;
+    while (lo <= hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        const ig_onnx_attr_schema *e = &ig__onnx_attr_schema[mid];
+        int c = strcmp(e->op, op);
+        if (!c) c = strcmp(e->attr, attr);
+        if (!c) return e->types;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return 0;
+}
+
+/* Every attribute of a default-domain node has a type ONNX allows for it, as ONNX Runtime's checker
+ * requires: ops read attributes through typed accessors that fall back to the default on any other
+ * type, so an attribute of the wrong type (Softmax's axis as a float) would otherwise be ignored and
+ * the model run with a wrong answer. */
+static ingot_status check_attr_types(ig_pb_ctx *c, const ig_node *n, const char *label)
+{
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return INGOT_OK;
+    for (int32_t i = 0; i < n->n_attrs; i++) {
+        const ig_attr *a = &n->attrs[i];
+        uint32_t ok = schema_types(n->op_type, a->name);
+        if (!ok || ((unsigned)a->type < 32 && (ok & (1u << a->type)))) continue;
+        char want[96];
+        size_t off = 0;
+        want[0] = '\0';
+        for (int t = 0; t < 32 && off < sizeof want; t++)
+            if (ok & (1u << t))
+                off += (size_t)snprintf(want + off, sizeof want - off, "%s%s", off ? " or " : "", attr_type_name(t));
+        if (a->type == IG_ATTR_UNDEFINED)
+            return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                               "node '%.200s' (%.200s): attribute '%.200s' has no value (ONNX defines it as %s)", label,
+                               n->op_type, a->name, want);
+        return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                           "node '%.200s' (%.200s): attribute '%.200s' has type %s; ONNX defines it as %s", label,
+                           n->op_type, a->name, attr_type_name((int)a->type), want);
+    }
+    return INGOT_OK;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A name two of n's attributes share (*dup, NULL when none). Sorting the names keeps a node with very
+ * many attributes linearithmic; small nodes compare pairwise, without allocating. */
+static ingot_status duplicate_attr(const ig_node *n, const char **dup, ig_err *err)
+{
+    *dup = NULL;
+    if (n->n_attrs <= 16) {
+        for (int32_t i = 0; i < n->n_attrs && !*dup; i++)
+            for (int32_t j = 0; j < i; j++)
+                if (!strcmp(n->attrs[i].name, n->attrs[j].name)) {
+                    *dup = n->attrs[i].name;
+                    break;
+                }
+        return INGOT_OK;
+    }
+    const char **names = ig__malloc(sizeof(char *) * (size_t)n->n_attrs);
+    if (!names)
+        return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory checking the attributes of node '%.200s'",
+                        ig__node_label(n));
+    for (int32_t i = 0; i < n->n_attrs; i++) names[i] = n->attrs[i].name;
+    qsort(names, (size_t)n->n_attrs, sizeof *names, cmp_name);
+    for (int32_t i = 1; i < n->n_attrs && !*dup; i++)
+        if (!strcmp(names[i - 1], names[i])) *dup = names[i];
+    ig__free(names);
+    return INGOT_OK;
+}
+
 /* A node's input/output name for lookup: most names are short and already known, so they are read
  * through buf instead of being copied into the arena once per use (ig__graph_value copies new ones). */
 static ingot_status name_of(ig_onnx_imp *im, const ig_pb_field *f, char *buf, size_t n, const char **out)
@@ -499,15 +582,17 @@ static ingot_status parse_node(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m, int64
             if ((st = ig__pb_enter(m, &f, &ig__pb_attribute, "attribute", ka, &am))) return st;
             ig_attr *a = &g->nodes[id].attrs[ka];
             if ((st = parse_attribute(im, g, &am, label, a))) return st;
-            for (int32_t j = 0; j < ka; j++)
-                if (!strcmp(g->nodes[id].attrs[j].name, a->name))
-                    return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
-                                       "node '%.200s' (%.200s) has attribute '%.200s' twice", label, op_type, a->name);
             ig__pb_leave(c);
             ka++;
         }
     }
-    return r < 0 ? INGOT_ERR_MODEL_PARSE : INGOT_OK;
+    if (r < 0) return INGOT_ERR_MODEL_PARSE;
+    const char *dup = NULL;
+    if ((st = duplicate_attr(&g->nodes[id], &dup, c->err))) return st;
+    if (dup)
+        return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "node '%.200s' (%.200s) has attribute '%.200s' twice",
+                           label, op_type, dup);
+    return check_attr_types(c, &g->nodes[id], label);
 }
 
 /* ---- graph ---- */
@@ -592,7 +677,23 @@ static ingot_status parse_graph(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m)
         if (!name[0]) return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "graph input %" PRId64 " has no name", k);
         int32_t id = ig__graph_find(g, name);
         if (id >= 0 && (g->values[id].flags & IG_VAL_INITIALIZER)) {
-            /* a weight listed as an input too (IR < 4 style, or an overridable initializer) */
+            /* a weight listed as an input too (IR < 4 style, or an overridable initializer): its
+             * declaration must agree with the initializer, which is what runs */
+            const ig_value *w = &g->values[id];
+            if (dt.has_type && dt.dtype != INGOT_DTYPE_UNDEFINED && dt.dtype != w->dtype)
+                return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                                   "graph input '%.200s' is declared %s but its initializer is %s", name,
+                                   ingot_dtype_name(dt.dtype), ingot_dtype_name(w->dtype));
+            bool same = !dt.has_type || dt.shape.rank < 0 || dt.shape.rank == w->shape.rank;
+            for (int32_t d = 0; same && dt.has_type && d < dt.shape.rank; d++)
+                same = !ig__dim_known(dt.shape.d[d]) || dt.shape.d[d].n == w->shape.d[d].n;
+            if (!same) {
+                char sd[256], si[256];
+                return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
+                                   "graph input '%.200s' is declared with shape %s but its initializer has shape %s",
+                                   name, ig__shape_str(g, &dt.shape, sd, sizeof sd),
+                                   ig__shape_str(g, &w->shape, si, sizeof si));
+            }
             if (dt.has_type && !(g->values[id].flags & IG_VAL_DECLARED)) set_decl(&g->values[id], &dt);
         } else {
             if (id >= 0)
@@ -754,6 +855,13 @@ static ingot_status parse_model(ig_onnx_imp *im, ig_graph *g)
             if (version <= 0 && (!domain[0] || !strcmp(domain, "ai.onnx")))
                 return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "domain '%.200s' is imported at version %" PRId64,
                                    domain[0] ? domain : "ai.onnx", version);
+            /* a later opset may change what an op means: refused, as ONNX Runtime refuses opsets it
+             * does not know, rather than run with the semantics of an older one */
+            if (version > IG_ONNX_MAX_OPSET && (!domain[0] || !strcmp(domain, "ai.onnx")))
+                return ig__pb_errf(c, INGOT_ERR_MODEL_UNSUPPORTED_OP, NULL,
+                                   "the model imports opset %" PRId64
+                                   " of domain 'ai.onnx'; ingot implements opsets 1 to %d (those of onnx %s)",
+                                   version, IG_ONNX_MAX_OPSET, IG_ONNX_MAX_OPSET_RELEASE);
             ig__pb_leave(c);
             g->opsets[i].domain = domain;
             g->opsets[i].version = version;

@@ -30,6 +30,11 @@
 
 #include "../ir/ir.h"
 
+/* The newest opset of the default domain ingot implements: that of the onnx release the conformance
+ * suite is pinned to (tests/conformance). A model importing a later one is refused, naming it. */
+#define IG_ONNX_MAX_OPSET         28
+#define IG_ONNX_MAX_OPSET_RELEASE "1.23.1"
+
 typedef struct ig_onnx_options {
     bool use_mmap;           /* map the file (true) or read it into memory */
     bool load_external_data; /* resolve external data (true) or only record locations */
@@ -67,7 +72,11 @@ ingot_status ig__onnx_read_tensor_buffer(const void *data, size_t n, const char 
 
 /* The external-data location of tensors whose bytes lie in the weights section of the engine file
  * that holds the graph (ig__onnx_import_embedded), at IG_ONNX_EMBEDDED_ALIGN-aligned offsets. */
-#define IG_ONNX_EMBEDDED       "ingot:weights"
+#define IG_ONNX_EMBEDDED "ingot:weights"
+/* The domain an engine file stores ONNX ops in that the optimizer made at a later opset than the
+ * model's (export.c): ig__op_find resolves an op of the ingot domain that has no ingot definition to
+ * ONNX's. */
+#define IG_ONNX_LATER_DOMAIN   "ingot"
 #define IG_ONNX_EMBEDDED_ALIGN 64
 
 typedef struct ig_onnx_export_options {

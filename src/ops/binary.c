@@ -12,8 +12,8 @@
  *
  * Numerics: float32/float64 in their own type; float16/bfloat16 through fp32 in stack chunks; integers
  * exactly in their own type with two's-complement wrap-around. Integer Div truncates toward zero (as
- * C, ONNX Runtime and the onnx reference); integer division or Mod by zero gives 0, and INT_MIN / -1
- * wraps to INT_MIN, instead of trapping.
+ * C, ONNX Runtime and the onnx reference); an integer divisor of 0 in Div or Mod fails the run, naming
+ * the element (the kernels still guard against it), and INT_MIN / -1 wraps to INT_MIN instead of trapping.
  */
 #include "op.h"
 #include "ops_internal.h"
@@ -484,6 +484,18 @@ static ingot_status binary_exec(ig_exec *ex, int kind)
         if (pad > 0) pad_tensor(&b, pad);
     }
     if (kind == B_MOD && ig__attr_int(ex->node, "fmod", 0) == 1) kind = B_FMOD;
+    if ((kind == B_DIV || kind == B_MOD || kind == B_FMOD) && ig__dtype_is_int(b.dtype)) {
+        /* integer division by zero has no value: a run error naming the element, as in ONNX Runtime,
+         * never a made-up result (the kernels' guard only keeps the division itself from trapping) */
+        for (int64_t k = 0; k < b.numel; k++)
+            if (ig__elem_i64(b.dtype, b.data, k) == 0)
+                return ig__errf(ex->err, INGOT_ERR_INPUT,
+                                "node '%s' (%s): integer division by zero (element %" PRId64 " of divisor '%s' is 0)",
+                                ig__node_label(ex->node), ex->node->op_type, k,
+                                ex->g && ex->node->n_inputs > 1 && ex->node->inputs[1] >= 0
+                                    ? ex->g->values[ex->node->inputs[1]].name
+                                    : "");
+    }
     return run_pair(ex, kind, a, &b, ex->out[0]);
 }
 

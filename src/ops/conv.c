@@ -71,6 +71,12 @@ static ingot_status attr_ints_n(ig_err *err, const ig_node *node, const char *na
                          "for %d spatial dims",
                          name, a->n, (int)want, (int)(want > 0 ? want : 0));
     for (int64_t i = 0; i < a->n; i++) {
+        /* window geometry past 2^31 describes no real tensor; bounding it keeps the size arithmetic
+         * of resolve_dim far from int64 overflow */
+        if (a->ints[i] > INT32_MAX)
+            return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
+                             "attribute '%s' value %" PRId64 " at index %" PRId64 " is too large (at most %d)", name,
+                             a->ints[i], i, INT32_MAX);
         if (a->ints[i] < min)
             return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
                              "attribute '%s' value %" PRId64 " at index %" PRId64
@@ -141,8 +147,24 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
             return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
                              "attribute 'group' value %" PRId64 " is not supported (must be >= 1)", w->group);
     }
+    /* as ONNX Runtime requires: a pool's pads smaller than its window (a window wholly in the pads
+     * has no element: MaxPool would output -FLT_MAX) */
+    for (int32_t i = 0; (kind == WIN_MAXPOOL || kind == WIN_AVGPOOL) && has_kernel && i < nsp; i++)
+        if (w->pad_b[i] >= w->kernel[i] || w->pad_e[i] >= w->kernel[i])
+            return node_fail(err, node, INGOT_ERR_MODEL_INVALID,
+                             "attribute 'pads' (%" PRId64 ", %" PRId64 " at spatial dim %d) must be smaller than "
+                             "the kernel (%" PRId64 ")",
+                             w->pad_b[i], w->pad_e[i], (int)i, w->kernel[i]);
     if (kind == WIN_CONVT) {
         IG_TRY(st, attr_ints_n(err, node, "output_padding", nsp, 0, w->out_pad, NULL), out);
+        /* ONNX: each output_padding smaller than its stride or dilation (more would add rows no
+         * input position reaches) */
+        for (int32_t i = 0; i < nsp; i++)
+            if (w->out_pad[i] >= w->stride[i] && w->out_pad[i] >= w->dil[i])
+                return node_fail(err, node, INGOT_ERR_MODEL_INVALID,
+                                 "attribute 'output_padding' (%" PRId64 " at spatial dim %d) must be smaller than "
+                                 "the stride (%" PRId64 ") or the dilation (%" PRId64 ")",
+                                 w->out_pad[i], (int)i, w->stride[i], w->dil[i]);
         /* output_shape lists the spatial dims; exporters sometimes give N and C too */
         const ig_attr *os = ig__node_attr(node, "output_shape");
         if (os) {
@@ -188,9 +210,14 @@ static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *
                                 int64_t *pb, int64_t *pe)
 {
     int64_t k = w->kernel[i], s = w->stride[i], d = w->dil[i];
-    int64_t ek = (k - 1) * d + 1; /* the dilated window */
+    int64_t ek = (k - 1) * d + 1; /* the dilated window: attributes are < 2^31, so no overflow */
     if (w->kind == WIN_CONVT) {
-        int64_t full = s * (in - 1) + w->out_pad[i] + ek; /* the output with nothing cropped */
+        int64_t full; /* the output with nothing cropped */
+        if (__builtin_mul_overflow(s, in - 1, &full) || __builtin_add_overflow(full, w->out_pad[i] + ek, &full) ||
+            (w->has_out_shape && w->out_shape[i] > INT64_MAX / 2) || (!w->has_out_shape && in > INT64_MAX / s))
+            return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
+                             "spatial dim %d: the output size overflows (input %" PRId64 ", stride %" PRId64 ")",
+                             (int)i, in, s);
         int64_t o = 0, total = 0;
         if (w->has_out_shape || w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) {
             o = w->has_out_shape ? w->out_shape[i] : in * s;
@@ -219,6 +246,9 @@ static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *
         *out = o;
         return INGOT_OK;
     }
+    if (in > INT64_MAX / 4)
+        return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "spatial dim %d: input size %" PRId64 " is too large",
+                         (int)i, in);
     if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) {
         int64_t o = (in + s - 1) / s;
         int64_t total = (o - 1) * s + ek - in;

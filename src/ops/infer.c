@@ -17,6 +17,11 @@
 
 #define FOLD_ALIGN 64
 
+static bool is_later_onnx(const ig_node *n, const ig_op_def *d)
+{
+    return n->domain && !strcmp(n->domain, "ingot") && (!d->domain || !d->domain[0]) && n->opset < d->since;
+}
+
 static ingot_status resolve_op(ig_graph *g, ig_node *n, ig_err *err)
 {
     if (n->op >= 0) return INGOT_OK;
@@ -31,6 +36,10 @@ static ingot_status resolve_op(ig_graph *g, ig_node *n, ig_err *err)
                             n->domain[0] ? n->domain : "ai.onnx");
         return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP, "node '%s': op '%s%s%s' is not supported by ingot",
                         ig__node_label(n), n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type);
+    }
+    if (is_later_onnx(n, d)) { /* ONNX's op, stored in the ingot domain (ig__op_find): as the optimizer made it */
+        n->opset = d->since;
+        n->domain = "";
     }
     if (!d->infer)
         return ig__errf(err, INGOT_ERR_MODEL_UNSUPPORTED_OP,

@@ -493,6 +493,12 @@ static ingot_status lrn_infer(ig_infer *cx)
     const ig_value *x = ig__in(cx, 0);
     int64_t size = ig__attr_int(cx->node, "size", 0);
     if (size < 1) return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "attribute 'size' must be a positive integer");
+    /* as ONNX Runtime: a window centred on the channel, so an odd size; and one a real channel count
+     * can have (the window sums and alpha / size stay exact) */
+    if (size % 2 == 0) return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "attribute 'size' must be odd, not %" PRId64, size);
+    if (size > INT32_MAX)
+        return ig__fail(cx, INGOT_ERR_MODEL_UNSUPPORTED_OP, "attribute 'size' %" PRId64 " is too large (at most %d)",
+                        size, INT32_MAX);
     if (x->shape.rank >= 0 && x->shape.rank < 3) {
         char sh[256];
         return ig__fail_shape(cx, "input '%s' has shape %s; expected [N, C, D1, ...]", x->name,
@@ -581,11 +587,9 @@ static ingot_status batchnorm_infer(ig_infer *cx)
     ingot_status st;
     for (int i = 0; i < 5; i++)
         if ((st = ig__check_dtype(cx, i, IG_TS_FLOAT)) != INGOT_OK) return st;
-    if (cx->node->opset >= 14 && ig__attr_int(cx->node, "training_mode", 0) != 0)
-        return ig__unsupported(cx,
-                               "attribute 'training_mode' = %" PRId64 " (training) is not supported; ingot runs "
-                               "BatchNormalization in inference mode only (export the model in eval mode)",
-                               ig__attr_int(cx->node, "training_mode", 0));
+    /* training mode normalises with the batch's own statistics (norm_more.c): on a constant (weight
+     * standardisation) it folds at build */
+    if (cx->node->opset >= 14 && ig__attr_int(cx->node, "training_mode", 0) != 0) return ig__bn_training_infer(cx);
     for (int i = 1; i < cx->node->n_outputs; i++)
         if (ig__out(cx, i))
             return ig__unsupported(cx,
@@ -614,6 +618,7 @@ static size_t batchnorm_scratch(const ig_graph *g, const ig_node *n)
 
 static ingot_status batchnorm_cpu(ig_exec *ex)
 {
+    if (ex->node->opset >= 14 && ig__attr_int(ex->node, "training_mode", 0) != 0) return ig__bn_training_cpu(ex);
     const ig_tensor *x = ex->in[0];
     int64_t c = x->rank >= 2 ? x->dims[1] : 1, len = prod(x->dims, 2, x->rank);
     int64_t rows = x->dims[0] * c;

@@ -137,7 +137,8 @@ ingot_status ig__broadcast(ig_infer *cx, const ig_shape *a, const ig_shape *b, i
 /* Normalise axis into [0, rank) (negative counts from the end); fails naming the attribute. */
 ingot_status ig__norm_axis(ig_infer *cx, int64_t axis, int32_t rank, const char *what, int32_t *out);
 
-/* Attributes: the default when absent; a type mismatch is reported by ig__attr_check. */
+/* Attributes: the default when absent. A present attribute of a type ONNX does not allow for it never
+ * reaches these: the importer rejects it, naming node and attribute (src/onnx/attr_schema.c). */
 int64_t ig__attr_int(const ig_node *n, const char *name, int64_t def);
 float ig__attr_float(const ig_node *n, const char *name, float def);
 const char *ig__attr_str(const ig_node *n, const char *name, const char *def);

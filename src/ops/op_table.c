@@ -30,5 +30,10 @@ const ig_op_def *ig__op_find(const char *domain, const char *op_type, int64_t op
         }
         return d;
     }
+    /* the ingot domain also carries ONNX ops at a later opset than the model's (an engine file's graph,
+     * src/onnx/export.c): ONNX's definition, whatever the opset */
+    if (domain && !strcmp(domain, "ingot"))
+        for (int i = 0; i < IG_OP_COUNT; i++)
+            if (!strcmp(op_names[i], op_type) && is_default_domain(ig__op_table[i]->domain)) return ig__op_table[i];
     return NULL;
 }

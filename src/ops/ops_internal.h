@@ -237,4 +237,12 @@ ingot_status ig__infer_float_attr(ig_infer *cx, const char *name);
 /* Element count of value v when concrete, else 0 (for FLOP counts). */
 double ig__value_numel(const ig_graph *g, int32_t v);
 
+/* ---- BatchNormalization in training mode (norm_more.c), for the BatchNormalization descriptor ---- */
+
+/* Inference and CPU kernel of a BatchNormalization node with training_mode=1 (opset 14+): Y normalised
+ * with the batch's own mean and population variance; outputs 1 and 2, when present, the running
+ * statistics. */
+ingot_status ig__bn_training_infer(ig_infer *cx);
+ingot_status ig__bn_training_cpu(ig_exec *ex);
+
 #endif /* INGOT_OPS_INTERNAL_H */

@@ -74,7 +74,8 @@ bool ig__pw_code_int_ok(int code)
     case IG_PW_AND:
     case IG_PW_OR:
     case IG_PW_WHERE:
-    case IG_PW_MULADD: return true;
+    case IG_PW_MULADD:
+    case IG_PW_SIGN: return true;
     default: return false;
     }
 }
@@ -250,8 +251,11 @@ int ig__pw_format(const ig_pw_prog *p, char *buf, size_t n)
             if (k) sb_printf(&s, ",");
             sb_ref(&s, p, o, r[k]);
         }
-        if (o->code == IG_PW_LEAKY) sb_printf(&s, ";%g", (double)o->k);
-        if (o->code == IG_PW_CLIP || o->code == IG_PW_HARDSIGMOID) sb_printf(&s, ";%g,%g", (double)o->k, (double)o->k2);
+        if (o->code == IG_PW_LEAKY || o->code == IG_PW_ELU || o->code == IG_PW_CELU || o->code == IG_PW_THRELU)
+            sb_printf(&s, ";%g", (double)o->k);
+        if (o->code == IG_PW_CLIP || o->code == IG_PW_HARDSIGMOID || o->code == IG_PW_SELU || o->code == IG_PW_SHRINK ||
+            o->code == IG_PW_ISINF)
+            sb_printf(&s, ";%g,%g", (double)o->k, (double)o->k2);
         sb_printf(&s, ")");
     }
     return s.len;
@@ -407,7 +411,29 @@ static bool op_translatable(int32_t op, bool int_math)
     case IG_OP_less_or_equal:
     case IG_OP_and:
     case IG_OP_or:
-    case IG_OP_where: return true;
+    case IG_OP_where:
+    case IG_OP_sign: return true;
+    case IG_OP_sin:
+    case IG_OP_cos:
+    case IG_OP_tan:
+    case IG_OP_asin:
+    case IG_OP_acos:
+    case IG_OP_atan:
+    case IG_OP_sinh:
+    case IG_OP_cosh:
+    case IG_OP_asinh:
+    case IG_OP_acosh:
+    case IG_OP_atanh:
+    case IG_OP_floor:
+    case IG_OP_ceil:
+    case IG_OP_round:
+    case IG_OP_elu:
+    case IG_OP_selu:
+    case IG_OP_celu:
+    case IG_OP_softsign:
+    case IG_OP_thresholded_relu:
+    case IG_OP_shrink:
+    case IG_OP_is_inf:
     case IG_OP_sqrt:
     case IG_OP_erf:
     case IG_OP_exp:
@@ -465,6 +491,11 @@ static bool node_translatable(const ig_graph *g, const ig_node *n, bool int_math
         return a && a->type == IG_ATTR_INT && ig__dtype_supported(a->i);
     }
     case IG_OP_clip: return n->n_inputs <= 3;
+    case IG_OP_celu: return ig__attr_float(n, "alpha", 1.0f) != 0.0f;
+    case IG_OP_is_inf: {
+        int64_t p = ig__attr_int(n, "detect_positive", 1), q = ig__attr_int(n, "detect_negative", 1);
+        return (p == 0 || p == 1) && (q == 0 || q == 1);
+    }
     default: return true;
     }
 }
@@ -652,6 +683,22 @@ static int unary_code(const ig_node *n)
     case IG_OP_is_nan: return IG_PW_ISNAN;
     case IG_OP_not: return IG_PW_NOT;
     case IG_OP_identity: return IG_PW_COPY;
+    case IG_OP_sin: return IG_PW_SIN;
+    case IG_OP_cos: return IG_PW_COS;
+    case IG_OP_tan: return IG_PW_TAN;
+    case IG_OP_asin: return IG_PW_ASIN;
+    case IG_OP_acos: return IG_PW_ACOS;
+    case IG_OP_atan: return IG_PW_ATAN;
+    case IG_OP_sinh: return IG_PW_SINH;
+    case IG_OP_cosh: return IG_PW_COSH;
+    case IG_OP_asinh: return IG_PW_ASINH;
+    case IG_OP_acosh: return IG_PW_ACOSH;
+    case IG_OP_atanh: return IG_PW_ATANH;
+    case IG_OP_floor: return IG_PW_FLOOR;
+    case IG_OP_ceil: return IG_PW_CEIL;
+    case IG_OP_round: return IG_PW_ROUND;
+    case IG_OP_sign: return IG_PW_SIGN;
+    case IG_OP_softsign: return IG_PW_SOFTSIGN;
     case IG_OP_gelu: return strcmp(ig__attr_str(n, "approximate", "none"), "tanh") ? IG_PW_GELU_ERF : IG_PW_GELU_TANH;
     default: return -1;
     }
@@ -711,6 +758,40 @@ ingot_status ig__pw_append_node(const ig_graph *g, const ig_node *n, const int16
         bool leaky = n->op == IG_OP_leaky_relu;
         float a = ig__attr_float(n, "alpha", leaky ? 0.01f : 0.2f), b = ig__attr_float(n, "beta", 0.5f);
         st = x_emit(&x, leaky ? IG_PW_LEAKY : IG_PW_HARDSIGMOID, o, 1, true, a, leaky ? 0 : b, &r);
+        break;
+    }
+    case IG_OP_elu:
+    case IG_OP_celu:
+    case IG_OP_thresholded_relu:
+    case IG_OP_selu:
+    case IG_OP_shrink:
+    case IG_OP_is_inf: {
+        if ((st = x_opnd(&x, 0, &o[0])) != INGOT_OK) return st;
+        float a, b = 0;
+        switch (n->op) {
+        case IG_OP_elu:
+        case IG_OP_celu:
+        case IG_OP_thresholded_relu:
+            code = n->op == IG_OP_elu ? IG_PW_ELU : n->op == IG_OP_celu ? IG_PW_CELU : IG_PW_THRELU;
+            a = ig__attr_float(n, "alpha", 1.0f);
+            break;
+        case IG_OP_selu:
+            code = IG_PW_SELU;
+            a = ig__attr_float(n, "alpha", 1.67326319217681884765625f);
+            b = ig__attr_float(n, "gamma", 1.05070102214813232421875f);
+            break;
+        case IG_OP_shrink:
+            code = IG_PW_SHRINK;
+            a = ig__attr_float(n, "bias", 0.0f);
+            b = ig__attr_float(n, "lambd", 0.5f);
+            break;
+        default:
+            code = IG_PW_ISINF;
+            a = (float)ig__attr_int(n, "detect_positive", 1);
+            b = (float)ig__attr_int(n, "detect_negative", 1);
+            break;
+        }
+        st = x_emit(&x, code, o, 1, true, a, b, &r);
         break;
     }
     case IG_OP_clip: st = x_clip(&x, &r); break;
@@ -948,6 +1029,25 @@ static void op_f32(int code, const float *restrict A, const float *restrict B, c
     case IG_PW_MULADD: /* two roundings, as the Mul and the Add it replaces */
         for (int i = 0; i < n; i++) Y[i] = A[i] * B[i] + C[i];
         return;
+    case IG_PW_SIN: L1(sinf(x))
+    case IG_PW_COS: L1(cosf(x))
+    case IG_PW_TAN: L1(tanf(x))
+    case IG_PW_ASIN: L1(asinf(x))
+    case IG_PW_ACOS: L1(acosf(x))
+    case IG_PW_ATAN: L1(atanf(x))
+    case IG_PW_SINH: L1(sinhf(x))
+    case IG_PW_COSH: L1(coshf(x))
+    case IG_PW_ASINH: L1(asinhf(x))
+    case IG_PW_ACOSH: L1(acoshf(x))
+    case IG_PW_ATANH: L1(atanhf(x))
+    case IG_PW_SIGN: L1(x > 0 ? 1.0f : x < 0 ? -1.0f : x)
+    case IG_PW_ELU: L1(SEL(x < 0, k * expm1f(x), x))
+    case IG_PW_SELU: L1(SEL(x <= 0, k2 * (k * expm1f(x)), k2 * x))
+    case IG_PW_CELU: L1(SEL(x < 0, k * expm1f(x / k), x))
+    case IG_PW_SOFTSIGN: L1(x / (1.0f + fabsf(x)))
+    case IG_PW_THRELU: L1(SEL(x > k, x, 0.0f))
+    case IG_PW_SHRINK: L1(x < -k2 ? x + k : x > k2 ? x - k : 0.0f)
+    case IG_PW_ISINF: L1(((k != 0 && x == INFINITY) || (k2 != 0 && x == -INFINITY)) ? 1.0f : 0.0f)
     default:
         for (int i = 0; i < n; i++) Y[i] = 0;
         return;
@@ -967,6 +1067,7 @@ static inline int64_t op_i64_1(int code, int64_t x, int64_t y, int64_t z, int64_
     case IG_PW_CEIL:
     case IG_PW_ROUND: return x;
     case IG_PW_NEG: return (int64_t)(0u - (uint64_t)x);
+    case IG_PW_SIGN: return (x > 0) - (x < 0);
     case IG_PW_ABS: return x < 0 ? (int64_t)(0u - (uint64_t)x) : x;
     case IG_PW_RELU: return x < 0 ? 0 : x;
     case IG_PW_CLIP: {

@@ -21,6 +21,9 @@
  * and division or MOD by zero gives 0. POW by exactly 2 is x * x. TO_INT truncates toward zero with
  * NaN -> 0 and saturation at the int64 range (identity in int programs). FLOOR/CEIL/ROUND (half to
  * even) are identities in int programs. In int programs k and k2 are converted to int64 saturating.
+ * SIN .. ATANH are libm's fp32 functions (the calls unary.c makes); SIGN is exact on integers; ELU,
+ * SELU, CELU, SOFTSIGN, THRELU, SHRINK follow the ONNX formulas (exp through expm1); ISINF gives 1 for
+ * +inf when k != 0 and for -inf when k2 != 0.
  */
 #ifndef INGOT_OPS_PW_H
 #define INGOT_OPS_PW_H
@@ -79,7 +82,26 @@
     X(AND, 2)                                                                  \
     X(OR, 2)                                                                   \
     X(WHERE, 3)  /* a != 0 ? b : c */                                          \
-    X(MULADD, 3) /* a * b + c */
+    X(MULADD, 3) /* a * b + c */                                               \
+    X(SIN, 1)                                                                  \
+    X(COS, 1)                                                                  \
+    X(TAN, 1)                                                                  \
+    X(ASIN, 1)                                                                 \
+    X(ACOS, 1)                                                                 \
+    X(ATAN, 1)                                                                 \
+    X(SINH, 1)                                                                 \
+    X(COSH, 1)                                                                 \
+    X(ASINH, 1)                                                                \
+    X(ACOSH, 1)                                                                \
+    X(ATANH, 1)                                                                \
+    X(SIGN, 1) /* -1, 0 or 1 (NaN stays) */                                    \
+    X(ELU, 1)  /* k = alpha */                                                 \
+    X(SELU, 1) /* k = alpha, k2 = gamma */                                     \
+    X(CELU, 1) /* k = alpha */                                                 \
+    X(SOFTSIGN, 1)                                                             \
+    X(THRELU, 1) /* ThresholdedRelu: k = alpha */                              \
+    X(SHRINK, 1) /* k = bias, k2 = lambd */                                    \
+    X(ISINF, 1)  /* k = detect_positive, k2 = detect_negative (0 or 1) */
 
 enum ig_pw_code {
 #define IG_PW_X_(name, arity) IG_PW_##name,
@@ -173,10 +195,11 @@ bool ig__pw_scalar_const(const ig_graph *g, int32_t v, double *k);
 /* Can node n (inferred) join a chain of this math type (the optimizer's question)? The op is one of Sqrt
  * Erf Exp Log Neg Abs Reciprocal Tanh Sigmoid Relu LeakyRelu Clip (constant bounds) HardSigmoid HardSwish
  * Gelu Softplus Mish IsNaN Not Cast Add Sub Mul Div Pow Mod Max Min PRelu Equal Greater Less
- * GreaterOrEqual LessOrEqual And Or Where Identity; in fp32 programs every input and output is
- * float32/16, bfloat16 or bool (a Cast's input may also be an integer); in int programs every one is an
+ * GreaterOrEqual LessOrEqual And Or Where Identity Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh
+ * Floor Ceil Round Sign Elu Selu Celu Softsign ThresholdedRelu Shrink IsInf; in fp32 programs every input
+ * and output is float32/16, bfloat16 or bool (a Cast's input may also be an integer); in int programs every one is an
  * integer (not uint64) or bool, and the op is exact on integers mid-chain: Max Min Mod Relu Clip,
- * comparisons, And Or Not Where, widening Casts and Identity on any integer type; Add Sub Mul Div Neg
+ * comparisons, And Or Not Where Sign, widening Casts and Identity on any integer type; Add Sub Mul Div Neg
  * Abs Pow PRelu only on int32/int64 (narrower types wrap where int64 does not). Shapes are the caller's
  * business. */
 bool ig__pw_node_ok(const ig_graph *g, const ig_node *n, bool int_math);

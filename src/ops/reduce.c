@@ -1,6 +1,7 @@
 /*
- * reduce.c -- reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin over a set of axes, and ArgMax
- * along one axis.
+ * reduce.c -- reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL1, ReduceL2,
+ * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp, ReduceProd over a set of axes, and ArgMax/ArgMin along
+ * one axis.
  *
  * Axes come from the 'axes' attribute before opset 18 (13 for ReduceSum) and from the optional second
  * input after; empty axes mean "all axes", or "no reduction" with noop_with_empty_axes=1.
@@ -11,23 +12,34 @@
  * reductions are exact in their own type: sums wrap like the type does, ReduceMean of integers divides
  * the (wrapped) sum by the count with truncation, as numpy's astype does. NaN propagates through
  * ReduceMax/ReduceMin; an empty reduction gives 0 (sum), NaN (float mean), 0 (integer mean), and the
- * type's lowest/highest value (-inf/+inf for floats) for max/min.
+ * type's lowest/highest value (-inf/+inf for floats) for max/min, 1 for prod, -inf for the logarithms.
+ * L1, SumSquare and Prod of integers are exact and wrap; L2, LogSum and LogSumExp of integers are
+ * computed in double and truncated. LogSumExp keeps a running maximum, so no exp overflows.
  */
 #include "op.h"
 
 #include <inttypes.h>
 #include <math.h>
 
-enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN };
+/* RED_SUM and RED_MEAN first: kinds <= RED_MEAN accumulate a plain sum. */
+enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_L1, RED_L2, RED_SUMSQ, RED_LOGSUM, RED_LOGSUMEXP, RED_PROD };
 
 static int red_kind(const ig_node *n)
 {
-    const char *t = n->op_type;
-    return !strcmp(t, "ReduceSum")    ? RED_SUM
-           : !strcmp(t, "ReduceMean") ? RED_MEAN
-           : !strcmp(t, "ReduceMax")  ? RED_MAX
-                                      : RED_MIN;
+    static const struct {
+        const char *name;
+        int kind;
+    } names[] = {{"ReduceSum", RED_SUM},         {"ReduceMean", RED_MEAN},     {"ReduceMax", RED_MAX},
+                 {"ReduceMin", RED_MIN},         {"ReduceL1", RED_L1},         {"ReduceL2", RED_L2},
+                 {"ReduceSumSquare", RED_SUMSQ}, {"ReduceLogSum", RED_LOGSUM}, {"ReduceLogSumExp", RED_LOGSUMEXP},
+                 {"ReduceProd", RED_PROD}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(n->op_type, names[i].name)) return names[i].kind;
+    return RED_MIN;
 }
+
+/* Kinds whose integer result comes from a double computation (a root or a logarithm): truncated. */
+static bool red_via_double(int kind) { return kind == RED_L2 || kind == RED_LOGSUM || kind == RED_LOGSUMEXP; }
 
 /* The opset from which axes are an input instead of an attribute. */
 static int axes_input_opset(const ig_node *n) { return red_kind(n) == RED_SUM ? 13 : 18; }
@@ -246,7 +258,8 @@ typedef struct reduce_args {
 } reduce_args;
 
 typedef struct acc {
-    double f;
+    double f;  /* the sum (of |x|, x^2, ...), product, max or min; LogSumExp: the running maximum */
+    double s;  /* LogSumExp: sum of exp(x - f) */
     int64_t i; /* signed: value; unsigned: bit pattern of the uint64 */
 } acc;
 
@@ -254,7 +267,10 @@ static void acc_init(const reduce_args *a, acc *c)
 {
     int64_t lo, hi;
     c->f = 0;
+    c->s = 0;
     c->i = 0;
+    if (a->kind == RED_PROD) c->f = 1, c->i = 1;
+    if (a->kind == RED_LOGSUMEXP) c->f = -INFINITY;
     if (a->kind == RED_MAX || a->kind == RED_MIN) {
         c->f = a->kind == RED_MAX ? -INFINITY : INFINITY;
         if (a->cat) {
@@ -265,9 +281,63 @@ static void acc_init(const reduce_args *a, acc *c)
 }
 
 /* Fold a strided run of len elements starting at off into the accumulator. */
+/* The kinds after RED_MIN, in double (floats, and integers for L2/LogSum/LogSumExp). */
+static void acc_run_more(const reduce_args *a, acc *c, int64_t off, int64_t len, int64_t stride)
+{
+    const ingot_dtype dt = a->dt;
+    double v = c->f;
+    for (int64_t j = 0; j < len; j++) {
+        double e = a->cat == 0   ? ld_real(dt, a->x, off + j * stride)
+                   : a->cat == 1 ? (double)ld_int(dt, a->x, off + j * stride)
+                                 : (double)(uint64_t)ld_int(dt, a->x, off + j * stride);
+        switch (a->kind) {
+        case RED_L1: v += fabs(e); break;
+        case RED_L2:
+        case RED_SUMSQ: v += e * e; break;
+        case RED_LOGSUM: v += e; break;
+        case RED_PROD: v *= e; break;
+        default: /* LogSumExp, as a running maximum v and sum c->s of exp(x - v): nothing overflows */
+            if (isnan(e) || isnan(v)) {
+                v = NAN;
+            } else if (e > v) {
+                c->s = c->s * exp(v - e) + 1; /* exp(-inf) = 0 when v is still -inf */
+                v = e;
+            } else if (e != -INFINITY) {
+                c->s += exp(e - v);
+            }
+            break;
+        }
+    }
+    c->f = v;
+}
+
+/* Integer L1, SumSquare and Prod: exact, wrapping like the type. */
+static void acc_run_int_more(const reduce_args *a, acc *c, int64_t off, int64_t len, int64_t stride)
+{
+    uint64_t v = (uint64_t)c->i;
+    for (int64_t j = 0; j < len; j++) {
+        int64_t e = ld_int(a->dt, a->x, off + j * stride);
+        uint64_t u = (uint64_t)e;
+        if (a->kind == RED_L1)
+            v += a->cat == 1 && e < 0 ? 0u - u : u;
+        else if (a->kind == RED_SUMSQ)
+            v += u * u;
+        else
+            v *= u;
+    }
+    c->i = (int64_t)v;
+}
+
 static void acc_run(const reduce_args *a, acc *c, int64_t off, int64_t len, int64_t stride)
 {
     const ingot_dtype dt = a->dt;
+    if (a->kind > RED_MIN) {
+        if (a->cat == 0 || red_via_double(a->kind))
+            acc_run_more(a, c, off, len, stride);
+        else
+            acc_run_int_more(a, c, off, len, stride);
+        return;
+    }
     if (a->cat == 0) {
         double v = c->f;
         if (a->kind <= RED_MEAN) {
@@ -307,10 +377,21 @@ static void acc_run(const reduce_args *a, acc *c, int64_t off, int64_t len, int6
 
 static void acc_store(const reduce_args *a, const acc *c, int64_t o)
 {
-    if (a->cat == 0) {
+    if (a->cat == 0 || red_via_double(a->kind)) {
         double v = c->f;
         if (a->kind == RED_MEAN) v /= (double)a->count; /* 0/0: NaN for an empty reduction */
-        ig__elem_set_f64(a->dt, a->y, o, v);
+        if (a->kind == RED_L2) v = sqrt(v);
+        if (a->kind == RED_LOGSUM) v = log(v); /* empty: log(0) = -inf */
+        if (a->kind == RED_LOGSUMEXP && !isnan(v) && v != -INFINITY) v += log(c->s);
+        if (a->cat == 0) {
+            ig__elem_set_f64(a->dt, a->y, o, v);
+        } else { /* integer L2 / LogSum / LogSumExp: truncated toward zero, as numpy's astype */
+            ig__elem_set_i64(a->dt, a->y, o,
+                             isnan(v)       ? 0
+                             : v >= 9.2e18  ? INT64_MAX
+                             : v <= -9.2e18 ? INT64_MIN
+                                            : (int64_t)v);
+        }
         return;
     }
     int64_t v = wrap_int(a->dt, c->i);
@@ -457,6 +538,12 @@ REDUCE_DEF(reduce_sum, "ReduceSum");
 REDUCE_DEF(reduce_mean, "ReduceMean");
 REDUCE_DEF(reduce_max, "ReduceMax");
 REDUCE_DEF(reduce_min, "ReduceMin");
+REDUCE_DEF(reduce_l1, "ReduceL1");
+REDUCE_DEF(reduce_l2, "ReduceL2");
+REDUCE_DEF(reduce_sum_square, "ReduceSumSquare");
+REDUCE_DEF(reduce_log_sum, "ReduceLogSum");
+REDUCE_DEF(reduce_log_sum_exp, "ReduceLogSumExp");
+REDUCE_DEF(reduce_prod, "ReduceProd");
 
 /* ---- ArgMax ---- */
 
@@ -472,8 +559,8 @@ static ingot_status argmax_infer(ig_infer *cx)
             INGOT_OK)
             return st;
         if (ig__dim_known(x->shape.d[a]) && x->shape.d[a].n == 0)
-            return ig__fail_shape(cx, "axis %d of input '%s' is empty; ArgMax needs at least one element", (int)a,
-                                  x->name);
+            return ig__fail_shape(cx, "axis %d of input '%s' is empty; %s needs at least one element", (int)a, x->name,
+                                  cx->node->op_type);
         bool keep = ig__attr_int(cx->node, "keepdims", 1) != 0;
         out.rank = 0;
         for (int32_t k = 0; k < x->shape.rank; k++) {
@@ -493,6 +580,7 @@ typedef struct argmax_args {
     int cat;
     int64_t n, inner;
     bool last;
+    bool min; /* ArgMin: the same walk with the comparisons reversed */
 } argmax_args;
 
 static void argmax_range(void *arg, int64_t begin, int64_t end)
@@ -502,26 +590,30 @@ static void argmax_range(void *arg, int64_t begin, int64_t end)
     for (int64_t o = begin; o < end; o++) {
         const int64_t off = (o / inner) * n * inner + o % inner;
         int64_t best = 0;
-        if (a->cat == 0) { /* NaN counts as the largest value, as in numpy */
+        /* "v beats m": v > m for ArgMax, v < m for ArgMin; ties go to the last index with select_last_index */
+#define BEATS(v, m) (a->min ? (a->last ? (v) <= (m) : (v) < (m)) : (a->last ? (v) >= (m) : (v) > (m)))
+        if (a->cat == 0) { /* NaN wins (numpy: the first NaN, or the last with select_last_index) */
             double m = ld_real(a->dt, a->x, off);
             for (int64_t j = 1; j < n; j++) {
                 double v = ld_real(a->dt, a->x, off + j * inner);
-                bool take = a->last ? (isnan(v) || (!isnan(m) && v >= m)) : (!isnan(m) && (v > m || isnan(v)));
+                bool take =
+                    a->last ? (isnan(v) || (!isnan(m) && BEATS(v, m))) : (!isnan(m) && (BEATS(v, m) || isnan(v)));
                 if (take) m = v, best = j;
             }
         } else if (a->cat == 1) {
             int64_t m = ld_int(a->dt, a->x, off);
             for (int64_t j = 1; j < n; j++) {
                 int64_t v = ld_int(a->dt, a->x, off + j * inner);
-                if (a->last ? v >= m : v > m) m = v, best = j;
+                if (BEATS(v, m)) m = v, best = j;
             }
         } else {
             uint64_t m = (uint64_t)ld_int(a->dt, a->x, off);
             for (int64_t j = 1; j < n; j++) {
                 uint64_t v = (uint64_t)ld_int(a->dt, a->x, off + j * inner);
-                if (a->last ? v >= m : v > m) m = v, best = j;
+                if (BEATS(v, m)) m = v, best = j;
             }
         }
+#undef BEATS
         a->y[o] = best;
     }
 }
@@ -539,7 +631,8 @@ static ingot_status argmax_cpu(ig_exec *ex)
                       .dt = x->dtype,
                       .n = x->dims[axis],
                       .inner = 1,
-                      .last = ex->node->opset >= 12 && ig__attr_int(ex->node, "select_last_index", 0) != 0};
+                      .last = ex->node->opset >= 12 && ig__attr_int(ex->node, "select_last_index", 0) != 0,
+                      .min = !strcmp(ex->node->op_type, "ArgMin")};
     aa.cat = ig__dtype_is_float(x->dtype) ? 0 : is_unsigned(x->dtype) ? 2 : 1;
     for (int64_t k = axis + 1; k < x->rank; k++) aa.inner *= x->dims[k];
     int64_t outs = ex->out[0]->numel, grain = 32768 / aa.n;
@@ -549,6 +642,18 @@ static ingot_status argmax_cpu(ig_exec *ex)
 
 const ig_op_def ig__op_arg_max = {
     .name = "ArgMax",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .infer = argmax_infer,
+    .cpu = argmax_cpu,
+    .flops = per_input_flops,
+};
+
+const ig_op_def ig__op_arg_min = {
+    .name = "ArgMin",
     .since = 1,
     .min_in = 1,
     .max_in = 1,

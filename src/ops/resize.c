@@ -144,6 +144,11 @@ static int64_t operand_len(const ig_value *v)
 /* Output dims and the per-axis scale used for coordinates, from concrete inputs. scales/sizes/roi are
  * per listed axis (all axes when cfg has none); exactly one of scales and sizes is non-NULL.
  * roi_full receives [start_0..start_{r-1}, end_0..end_{r-1}]. */
+/* A size computed in double as an int64: -1 (no valid size: callers compare it with the inferred one)
+ * when it is NaN, negative or past int64, whose conversion would be undefined. Scales can be run-time
+ * inputs. */
+static int64_t to_dim(double v) { return v >= 0 && v < 9.0e18 ? (int64_t)v : -1; }
+
 static void plan_dims(const resize_cfg *c, int32_t r, const int64_t *in, const double *scales, const int64_t *sizes,
                       const double *roi, int64_t *out, double *scale, double *roi_full)
 {
@@ -167,7 +172,7 @@ static void plan_dims(const resize_cfg *c, int32_t r, const int64_t *in, const d
         for (int32_t i = 0; i < na; i++) {
             int32_t d = axes[i];
             scale[d] = scales[i];
-            out[d] = (int64_t)floor((double)in[d] * scales[i]);
+            out[d] = to_dim(floor((double)in[d] * scales[i]));
         }
         return;
     }
@@ -185,7 +190,7 @@ static void plan_dims(const resize_cfg *c, int32_t r, const int64_t *in, const d
     for (int32_t d = 0; d < r; d++)
         if (listed[d]) {
             scale[d] = s;
-            out[d] = (int64_t)(s * (double)in[d] + 0.5); /* round half up, as the reference does */
+            out[d] = to_dim(s * (double)in[d] + 0.5); /* round half up, as the reference does */
         }
 }
 
@@ -309,8 +314,9 @@ static int64_t axis_taps(const resize_cfg *c, double scale)
     if (c->mode == M_NEAREST) return 1;
     if (!c->antialias) return c->mode == M_LINEAR ? 2 : 4;
     double s = scale < 1 ? scale : 1;
-    double start = floor((c->mode == M_LINEAR ? -1.0 : -2.0) / s) + 1;
-    return (int64_t)(2 - 2 * start);
+    double start = floor((c->mode == M_LINEAR ? -1.0 : -2.0) / s) + 1, taps = 2 - 2 * start;
+    /* a run-time scale may be tiny: saturate (the tables then never fit the scratch, an error) */
+    return taps < 1e15 ? (int64_t)taps : (int64_t)1e15;
 }
 
 /* An upper bound of axis_taps from the dims alone (for scratch sizing before scales are read). */
@@ -373,11 +379,18 @@ static void build_axis(const resize_cfg *c, int64_t in, int64_t out, double scal
             double s0 = roi_se[0], s1 = roi_se[1];
             x = out_w == 1 ? (s1 - s0) * (double)(in - 1) / 2 : y * (s1 - s0) * (double)(in - 1) / (out_w - 1);
             x += s0 * (double)(in - 1);
-            t->ext[o] = x < 0 || x > (double)(in - 1);
+            t->ext[o] = !(x >= 0 && x <= (double)(in - 1)); /* NaN too */
             break;
         }
         default: x = (y + 0.5) / scale - 0.5; break;
         }
+        /* The roi and the scales may be run-time inputs: x may be huge, infinite or NaN, and converting
+         * such a double to int64 is undefined. Past the input by more than the window, every tap is
+         * clamped to the edge (or excluded, or the point is extrapolated), so clamping x there changes
+         * no result and keeps the conversions below in range. */
+        const double lim = (double)in + (double)k + 4;
+        if (!(x >= -lim)) x = isnan(x) ? 0 : -lim;
+        if (x > lim) x = lim;
         int64_t *off = t->off + o * k;
         double *w = t->w + o * k;
         if (c->mode == M_NEAREST) {
@@ -671,8 +684,11 @@ static ingot_status exec_plan(ig_exec *ex, const resize_cfg *c, int64_t *out, do
 
 static size_t tab_bytes(int64_t out, int64_t k)
 {
-    size_t n = (size_t)(out * k) * (sizeof(int64_t) + sizeof(double)) + (size_t)out;
-    return (n + 63) & ~(size_t)63;
+    size_t n;
+    if (out < 0 || k < 0 || !ig__mul_size((size_t)out, (size_t)k, &n) ||
+        !ig__mul_size(n, sizeof(int64_t) + sizeof(double), &n) || !ig__add_size(n, (size_t)out + 63, &n))
+        return SIZE_MAX; /* never fits: the caller reports it */
+    return n & ~(size_t)63;
 }
 
 static size_t resize_scratch(const ig_graph *g, const ig_node *n)
@@ -684,7 +700,8 @@ static size_t resize_scratch(const ig_graph *g, const ig_node *n)
     size_t total = 0;
     for (int32_t d = 0; d < x->shape.rank; d++) {
         int64_t in = x->shape.d[d].n, out = y->shape.d[d].n;
-        total += tab_bytes(out, axis_taps_bound(&c, in, out));
+        size_t b = tab_bytes(out, axis_taps_bound(&c, in, out));
+        if (!ig__add_size(total, b, &total)) return SIZE_MAX;
     }
     return total;
 }

@@ -64,26 +64,81 @@ enum ukind {
     U_MISH,
     U_ISNAN,
     U_NOT,
+    U_SIN,
+    U_COS,
+    U_TAN,
+    U_ASIN,
+    U_ACOS,
+    U_ATAN,
+    U_SINH,
+    U_COSH,
+    U_ASINH,
+    U_ACOSH,
+    U_ATANH,
+    U_FLOOR,
+    U_CEIL,
+    U_ROUND,
+    U_SIGN,
+    U_ELU,
+    U_SELU,
+    U_CELU,
+    U_SOFTSIGN,
+    U_THRELU,
+    U_SHRINK,
+    U_ISINF,
     U_COUNT
 };
 
 #define TS_SINT (IG_T(INT8) | IG_T(INT16) | IG_T(INT32) | IG_T(INT64))
 static const uint32_t ukind_types[U_COUNT] = {
-    [U_SQRT] = IG_TS_FLOAT,          [U_ERF] = IG_TS_FLOAT,
-    [U_EXP] = IG_TS_FLOAT,           [U_LOG] = IG_TS_FLOAT,
-    [U_NEG] = IG_TS_FLOAT | TS_SINT, [U_ABS] = IG_TS_NUM,
-    [U_RECIP] = IG_TS_FLOAT,         [U_TANH] = IG_TS_FLOAT,
-    [U_SIGMOID] = IG_TS_FLOAT,       [U_RELU] = IG_TS_FLOAT | TS_SINT,
-    [U_LEAKY] = IG_TS_FLOAT,         [U_CLIP] = IG_TS_NUM,
-    [U_HSIGMOID] = IG_TS_FLOAT,      [U_HSWISH] = IG_TS_FLOAT,
-    [U_GELU] = IG_TS_FLOAT,          [U_GELU_TANH] = IG_TS_FLOAT,
-    [U_SOFTPLUS] = IG_TS_FLOAT,      [U_MISH] = IG_TS_FLOAT,
-    [U_ISNAN] = IG_TS_FLOAT,         [U_NOT] = IG_T(BOOL),
+    [U_SQRT] = IG_TS_FLOAT,
+    [U_ERF] = IG_TS_FLOAT,
+    [U_EXP] = IG_TS_FLOAT,
+    [U_LOG] = IG_TS_FLOAT,
+    [U_NEG] = IG_TS_FLOAT | TS_SINT,
+    [U_ABS] = IG_TS_NUM,
+    [U_RECIP] = IG_TS_FLOAT,
+    [U_TANH] = IG_TS_FLOAT,
+    [U_SIGMOID] = IG_TS_FLOAT,
+    [U_RELU] = IG_TS_FLOAT | TS_SINT,
+    [U_LEAKY] = IG_TS_FLOAT,
+    [U_CLIP] = IG_TS_NUM,
+    [U_HSIGMOID] = IG_TS_FLOAT,
+    [U_HSWISH] = IG_TS_FLOAT,
+    [U_GELU] = IG_TS_FLOAT,
+    [U_GELU_TANH] = IG_TS_FLOAT,
+    [U_SOFTPLUS] = IG_TS_FLOAT,
+    [U_MISH] = IG_TS_FLOAT,
+    [U_ISNAN] = IG_TS_FLOAT,
+    [U_NOT] = IG_T(BOOL),
+    [U_SIN] = IG_TS_FLOAT,
+    [U_COS] = IG_TS_FLOAT,
+    [U_TAN] = IG_TS_FLOAT,
+    [U_ASIN] = IG_TS_FLOAT,
+    [U_ACOS] = IG_TS_FLOAT,
+    [U_ATAN] = IG_TS_FLOAT,
+    [U_SINH] = IG_TS_FLOAT,
+    [U_COSH] = IG_TS_FLOAT,
+    [U_ASINH] = IG_TS_FLOAT,
+    [U_ACOSH] = IG_TS_FLOAT,
+    [U_ATANH] = IG_TS_FLOAT,
+    [U_FLOOR] = IG_TS_FLOAT,
+    [U_CEIL] = IG_TS_FLOAT,
+    [U_ROUND] = IG_TS_FLOAT,
+    [U_SIGN] = IG_TS_NUM,
+    [U_ELU] = IG_TS_FLOAT,
+    [U_SELU] = IG_TS_FLOAT,
+    [U_CELU] = IG_TS_FLOAT,
+    [U_SOFTSIGN] = IG_TS_FLOAT,
+    [U_THRELU] = IG_TS_FLOAT,
+    [U_SHRINK] = IG_TS_FLOAT,
+    [U_ISINF] = IG_TS_FLOAT,
 };
 
 typedef struct uparams {
     int kind;
-    float alpha, beta; /* LeakyRelu, HardSigmoid */
+    float alpha, beta; /* LeakyRelu, HardSigmoid, Elu, Selu (alpha, gamma), Celu, ThresholdedRelu,
+                        * Shrink (bias, lambd), IsInf (detect_positive, detect_negative) */
     double lo, hi;     /* Clip bounds for float types */
     int64_t ilo, ihi;  /* Clip bounds for signed ints */
     uint64_t ulo, uhi; /* Clip bounds for unsigned ints */
@@ -92,6 +147,7 @@ typedef struct uparams {
 /* The float32 and float64 kernels share one body; F(fn) names the math function for the type and
  * SEL a branch-free select (see self below). */
 #define UNARY_FLOAT_BODY(T, F, SEL)                                                                               \
+    typedef T elem_t; /* for UNARY_LOOP */                                                                        \
     const T alpha = (T)p->alpha, beta = (T)p->beta;                                                               \
     switch (p->kind) {                                                                                            \
     case U_SQRT:                                                                                                  \
@@ -174,8 +230,36 @@ typedef struct uparams {
             y[i] = v * F(tanh)(SEL(v > 0, v, (T)0) + F(log1p)(F(exp)(-F(fabs)(v))));                              \
         }                                                                                                         \
         break;                                                                                                    \
+    case U_SIN: UNARY_LOOP(F(sin)(v))                                                                             \
+    case U_COS: UNARY_LOOP(F(cos)(v))                                                                             \
+    case U_TAN: UNARY_LOOP(F(tan)(v))                                                                             \
+    case U_ASIN: UNARY_LOOP(F(asin)(v))                                                                           \
+    case U_ACOS: UNARY_LOOP(F(acos)(v))                                                                           \
+    case U_ATAN: UNARY_LOOP(F(atan)(v))                                                                           \
+    case U_SINH: UNARY_LOOP(F(sinh)(v))                                                                           \
+    case U_COSH: UNARY_LOOP(F(cosh)(v))                                                                           \
+    case U_ASINH: UNARY_LOOP(F(asinh)(v))                                                                         \
+    case U_ACOSH: UNARY_LOOP(F(acosh)(v))                                                                         \
+    case U_ATANH: UNARY_LOOP(F(atanh)(v))                                                                         \
+    case U_FLOOR: UNARY_LOOP(F(floor)(v))                                                                         \
+    case U_CEIL: UNARY_LOOP(F(ceil)(v))                                                                           \
+    case U_ROUND: UNARY_LOOP(F(rint)(v))                      /* half to even in the default rounding mode */     \
+    case U_SIGN: UNARY_LOOP(v > 0 ? (T)1 : v < 0 ? (T)-1 : v) /* 0 and NaN stay */                                \
+    case U_ELU: UNARY_LOOP(SEL(v < 0, alpha * F(expm1)(v), v))                                                    \
+    case U_SELU: UNARY_LOOP(SEL(v <= 0, beta * (alpha * F(expm1)(v)), beta * v))                                  \
+    case U_CELU: UNARY_LOOP(SEL(v < 0, alpha * F(expm1)(v / alpha), v))                                           \
+    case U_SOFTSIGN: UNARY_LOOP(v / ((T)1 + F(fabs)(v)))                                                          \
+    case U_THRELU: UNARY_LOOP(SEL(v > alpha, v, (T)0))                                                            \
+    case U_SHRINK: UNARY_LOOP(v<-beta ? v + alpha : v> beta ? v - alpha : (T)0)                                   \
     default: break;                                                                                               \
     }
+
+#define UNARY_LOOP(EXPR)              \
+    for (int64_t i = 0; i < n; i++) { \
+        const elem_t v = x[i];        \
+        y[i] = (EXPR);                \
+    }                                 \
+    break;
 
 /* float32 exp/tanh/erf: branch-free versions the compiler vectorises (libm's scalar calls cost
  * ~10-20 ns an element); errors stay within a few ulp (exp ~1, tanh and erf < 4e-7 absolute and
@@ -190,6 +274,22 @@ static inline double seld(bool c, double a, double b) { return c ? a : b; }
 #define fast_logf   logf
 #define fast_fabsf  fabsf
 #define fast_log1pf log1pf
+/* the rest as libm computes them, which pw.c calls too (a fused chain computes what the node does) */
+#define fast_sinf   sinf
+#define fast_cosf   cosf
+#define fast_tanf   tanf
+#define fast_asinf  asinf
+#define fast_acosf  acosf
+#define fast_atanf  atanf
+#define fast_sinhf  sinhf
+#define fast_coshf  coshf
+#define fast_asinhf asinhf
+#define fast_acoshf acoshf
+#define fast_atanhf atanhf
+#define fast_floorf floorf
+#define fast_ceilf  ceilf
+#define fast_rintf  rintf
+#define fast_expm1f expm1f
 #define FN_F32(fn)  fast_##fn##f
 #define FN_F64(fn)  fn
 static void unary_f32(const uparams *p, const float *x, float *y, int64_t n)
@@ -212,6 +312,9 @@ static void unary_f64(const uparams *p, const double *x, double *y, int64_t n){U
         case U_RELU:                                                                     \
             for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0 : x[i];                  \
             break;                                                                       \
+        case U_SIGN:                                                                     \
+            for (int64_t i = 0; i < n; i++) y[i] = (T)((x[i] > 0) - (x[i] < 0));         \
+            break;                                                                       \
         case U_CLIP: {                                                                   \
             const int64_t lo = p->ilo, hi = p->ihi;                                      \
             for (int64_t i = 0; i < n; i++) {                                            \
@@ -230,6 +333,9 @@ static void unary_f64(const uparams *p, const double *x, double *y, int64_t n){U
         case U_ABS:                                                 \
         case U_RELU:                                                \
             if (x != y) memmove(y, x, (size_t)n * sizeof(T));       \
+            break;                                                  \
+        case U_SIGN:                                                \
+            for (int64_t i = 0; i < n; i++) y[i] = x[i] != 0;       \
             break;                                                  \
         case U_CLIP: {                                              \
             const uint64_t lo = p->ulo, hi = p->uhi;                \
@@ -324,6 +430,25 @@ static void isnan_range(void *arg, int64_t b, int64_t e)
     }
 }
 
+/* IsInf: float types -> bool; alpha/beta say whether +inf / -inf count. */
+static void isinf_range(void *arg, int64_t b, int64_t e)
+{
+    const ujob *j = arg;
+    uint8_t *y = (uint8_t *)j->y + b;
+    const bool pos = j->p.alpha != 0, neg = j->p.beta != 0;
+    for (int64_t i = 0; i < e - b; i++) {
+        double v;
+        switch (j->t) {
+        case INGOT_DTYPE_FLOAT: v = ((const float *)j->x)[b + i]; break;
+        case INGOT_DTYPE_DOUBLE: v = ((const double *)j->x)[b + i]; break;
+        case INGOT_DTYPE_FLOAT16: v = ig__f16_to_f32(((const uint16_t *)j->x)[b + i]); break;
+        case INGOT_DTYPE_BFLOAT16: v = ig__bf16_to_f32(((const uint16_t *)j->x)[b + i]); break;
+        default: v = 0; break;
+        }
+        y[i] = (pos && v == INFINITY) || (neg && v == -INFINITY);
+    }
+}
+
 static void not_range(void *arg, int64_t b, int64_t e)
 {
     const ujob *j = arg;
@@ -414,9 +539,27 @@ static ingot_status unary_exec(ig_exec *ex, int kind)
         if (!strcmp(ig__attr_str(n, "approximate", "none"), "tanh")) j.p.kind = U_GELU_TANH;
         break;
     case U_CLIP: clip_bounds(ex, &j.p); break;
+    case U_ELU:
+    case U_CELU:
+    case U_THRELU: j.p.alpha = ig__attr_float(n, "alpha", 1.0f); break;
+    case U_SELU:
+        j.p.alpha = ig__attr_float(n, "alpha", 1.67326319217681884765625f);
+        j.p.beta = ig__attr_float(n, "gamma", 1.05070102214813232421875f);
+        break;
+    case U_SHRINK:
+        j.p.alpha = ig__attr_float(n, "bias", 0.0f);
+        j.p.beta = ig__attr_float(n, "lambd", 0.5f);
+        break;
+    case U_ISINF:
+        j.p.alpha = (float)ig__attr_int(n, "detect_positive", 1);
+        j.p.beta = (float)ig__attr_int(n, "detect_negative", 1);
+        break;
     default: break;
     }
-    ig_range_fn fn = kind == U_ISNAN ? isnan_range : kind == U_NOT ? not_range : unary_range;
+    ig_range_fn fn = kind == U_ISNAN   ? isnan_range
+                     : kind == U_ISINF ? isinf_range
+                     : kind == U_NOT   ? not_range
+                                       : unary_range;
     ig__parallel_for(ex->pool, x->numel, GRAIN, fn, &j);
     return INGOT_OK;
 }
@@ -435,7 +578,8 @@ static ingot_status same_shape_infer(ig_infer *cx, uint32_t types, ingot_dtype o
 
 static ingot_status unary_infer(ig_infer *cx, int kind)
 {
-    return same_shape_infer(cx, ukind_types[kind], kind == U_ISNAN ? INGOT_DTYPE_BOOL : INGOT_DTYPE_UNDEFINED);
+    return same_shape_infer(cx, ukind_types[kind],
+                            kind == U_ISNAN || kind == U_ISINF ? INGOT_DTYPE_BOOL : INGOT_DTYPE_UNDEFINED);
 }
 
 static ingot_status gelu_infer(ig_infer *cx)
@@ -513,6 +657,62 @@ UNARY_OP(hard_sigmoid, "HardSigmoid", 1, U_HSIGMOID)
 UNARY_OP(hard_swish, "HardSwish", 14, U_HSWISH)
 UNARY_OP(softplus, "Softplus", 1, U_SOFTPLUS)
 UNARY_OP(mish, "Mish", 18, U_MISH)
+UNARY_OP(sin, "Sin", 7, U_SIN)
+UNARY_OP(cos, "Cos", 7, U_COS)
+UNARY_OP(tan, "Tan", 7, U_TAN)
+UNARY_OP(asin, "Asin", 7, U_ASIN)
+UNARY_OP(acos, "Acos", 7, U_ACOS)
+UNARY_OP(atan, "Atan", 7, U_ATAN)
+UNARY_OP(sinh, "Sinh", 9, U_SINH)
+UNARY_OP(cosh, "Cosh", 9, U_COSH)
+UNARY_OP(asinh, "Asinh", 9, U_ASINH)
+UNARY_OP(acosh, "Acosh", 9, U_ACOSH)
+UNARY_OP(atanh, "Atanh", 9, U_ATANH)
+UNARY_OP(floor, "Floor", 1, U_FLOOR)
+UNARY_OP(ceil, "Ceil", 1, U_CEIL)
+UNARY_OP(round, "Round", 11, U_ROUND)
+UNARY_OP(sign, "Sign", 9, U_SIGN)
+UNARY_OP(elu, "Elu", 1, U_ELU)
+UNARY_OP(selu, "Selu", 1, U_SELU)
+UNARY_OP(softsign, "Softsign", 1, U_SOFTSIGN)
+UNARY_OP(thresholded_relu, "ThresholdedRelu", 10, U_THRELU)
+UNARY_OP(shrink, "Shrink", 9, U_SHRINK)
+
+/* Celu divides by alpha: 0 would make every negative input NaN, which the spec does not intend. */
+static ingot_status celu_infer(ig_infer *cx)
+{
+    if (ig__attr_float(cx->node, "alpha", 1.0f) == 0.0f) return ig__unsupported(cx, "attribute alpha=0 is not valid");
+    return unary_infer(cx, U_CELU);
+}
+static ingot_status celu_cpu(ig_exec *ex) { return unary_exec(ex, U_CELU); }
+const ig_op_def ig__op_celu = {.name = "Celu",
+                               .since = 12,
+                               .min_in = 1,
+                               .max_in = 1,
+                               .min_out = 1,
+                               .max_out = 1,
+                               .flags = IG_OP_INPLACE,
+                               .infer = celu_infer,
+                               .cpu = celu_cpu};
+
+static ingot_status is_inf_infer(ig_infer *cx)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *a = k ? "detect_negative" : "detect_positive";
+        int64_t v = ig__attr_int(cx->node, a, 1);
+        if (v != 0 && v != 1) return ig__unsupported(cx, "attribute %s=%" PRId64 " is not 0 or 1", a, v);
+    }
+    return unary_infer(cx, U_ISINF);
+}
+static ingot_status is_inf_cpu(ig_exec *ex) { return unary_exec(ex, U_ISINF); }
+const ig_op_def ig__op_is_inf = {.name = "IsInf",
+                                 .since = 10,
+                                 .min_in = 1,
+                                 .max_in = 1,
+                                 .min_out = 1,
+                                 .max_out = 1,
+                                 .infer = is_inf_infer,
+                                 .cpu = is_inf_cpu};
 
 static ingot_status gelu_cpu(ig_exec *ex) { return unary_exec(ex, U_GELU); }
 const ig_op_def ig__op_gelu = {.name = "Gelu",
@@ -875,3 +1075,30 @@ const ig_op_def ig__op_cast = {.name = "Cast",
                                .infer = cast_infer,
                                .cpu = cast_cpu,
                                .flops = ig__flops_none};
+
+/* CastLike: Cast to the dtype of input 1 (whose values are not read). The saturate attribute (opset 19)
+ * only concerns float8 targets, which ingot does not have. */
+static ingot_status cast_like_infer(ig_infer *cx)
+{
+    ig_value *t = ig__in(cx, 1);
+    if (!t) return ig__fail_shape(cx, "input 1 (target_type) is missing");
+    if (!cast_dtype_ok(t->dtype))
+        return ig__unsupported(cx, "target type %s of input 1 '%s' is not supported", ingot_dtype_name(t->dtype),
+                               t->name);
+    ingot_status st = same_shape_infer(cx, IG_TS_ALL, t->dtype);
+    if (st != INGOT_OK) return st;
+    ig_value *x = ig__in(cx, 0);
+    if (x->n_sym > 0 && (ig__dtype_is_int(x->dtype) || x->dtype == INGOT_DTYPE_BOOL) && t->dtype == INGOT_DTYPE_INT64)
+        return ig__set_out_sym(cx, 0, x->sym, x->n_sym);
+    return INGOT_OK;
+}
+
+const ig_op_def ig__op_cast_like = {.name = "CastLike",
+                                    .since = 15,
+                                    .min_in = 2,
+                                    .max_in = 2,
+                                    .min_out = 1,
+                                    .max_out = 1,
+                                    .infer = cast_like_infer,
+                                    .cpu = cast_cpu,
+                                    .flops = ig__flops_none};

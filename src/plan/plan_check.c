@@ -6,8 +6,22 @@
 #include "plan.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 #define FAIL(...) ig__errf(err, INGOT_ERR_INTERNAL, "plan check: " __VA_ARGS__)
+
+/* A planned tensor in its buffer group: the group's root and the step it is written at. */
+typedef struct member {
+    int32_t root, first, v;
+} member;
+
+static int cmp_member(const void *a, const void *b)
+{
+    const member *x = a, *y = b;
+    if (x->root != y->root) return x->root < y->root ? -1 : 1;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    return x->v < y->v ? -1 : x->v > y->v;
+}
 
 ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
 {
@@ -27,7 +41,8 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
     uint8_t *is_out = ig__calloc(nv, 1);
     ig_pack_buf *bufs = ig__malloc(sizeof(ig_pack_buf) * (nv + nn));
     uint64_t *offs = ig__malloc(sizeof(uint64_t) * (nv + nn));
-    if (!step || !first || !last || !gfirst || !glast || !is_out || !bufs || !offs) {
+    member *members = ig__malloc(sizeof(member) * nv);
+    if (!step || !first || !last || !gfirst || !glast || !is_out || !bufs || !offs || !members) {
         st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory checking a plan");
         goto out;
     }
@@ -143,17 +158,32 @@ ingot_status ig__plan_check(const ig_graph *g, const ig_plan *p, ig_err *err)
         if (first[v] < gfirst[r]) gfirst[r] = first[v];
         if (last[v] > glast[r]) glast[r] = last[v];
     }
-    for (int32_t v = 0; v < g->n_values; v++) {
-        if (p->values[v].kind != IG_PLAN_INPLACE) continue;
-        int32_t r = p->values[v].root, s = first[v];
-        for (int32_t u = 0; u < g->n_values; u++) {
-            if (u == v || p->values[u].kind == IG_PLAN_NONE || p->values[u].root != r) continue;
-            if (first[u] < s && last[u] > s) {
+    /* Members sorted by (root, first step): walking a group in that order, the older members of an
+     * in-place write at step s are those before it with first < s, and it is safe when the latest
+     * last step among them is <= s. A running maximum per group makes it O(n log n), however long
+     * an in-place chain is (a pairwise check is quadratic in it). */
+    int32_t nm = 0;
+    for (int32_t v = 0; v < g->n_values; v++)
+        if (p->values[v].kind != IG_PLAN_NONE) members[nm++] = (member){p->values[v].root, first[v], v};
+    qsort(members, (size_t)nm, sizeof *members, cmp_member);
+    for (int32_t a = 0; a < nm;) {
+        int32_t r = members[a].root, b = a;
+        int32_t older_last = -1, older = -1; /* the latest-dying member of those started earlier */
+        int32_t pend_last = -1, pend = -1;   /* the same over members started at the current step */
+        for (; b < nm && members[b].root == r; b++) {
+            int32_t v = members[b].v, s = members[b].first;
+            if (b > a && s != members[b - 1].first) { /* a new step: the previous ones are older now */
+                if (pend_last > older_last) older_last = pend_last, older = pend;
+                pend_last = -1;
+            }
+            if (p->values[v].kind == IG_PLAN_INPLACE && older_last > s) {
                 st = FAIL("'%s' is written in place at step %d over '%s', which is still read at step %d",
-                          g->values[v].name, (int)s, g->values[u].name, (int)last[u]);
+                          g->values[v].name, (int)s, g->values[older].name, (int)older_last);
                 goto out;
             }
+            if (last[v] > pend_last) pend_last = last[v], pend = v;
         }
+        a = b;
     }
     /* packing: groups and scratch */
     int32_t nb = 0;
@@ -190,5 +220,6 @@ out:
     ig__free(is_out);
     ig__free(bufs);
     ig__free(offs);
+    ig__free(members);
     return st;
 }

@@ -173,8 +173,14 @@ def main():
               "--fp16")
     r.check("bench on the CPU warns about every option it ignores",
             p.returncode == 0 and all(w in p.stderr for w in
-                                      ["--profile ignored", "--no-graph ignored", "--workspace ignored",
-                                       "--fp16 ignored"]), p)
+                                      ["--profile ignored", "--no-graph ignored",
+                                       "--workspace, --mem-limit and --deterministic are ignored", "--fp16 ignored"]), p)
+    # byte counts: digits with K/M/G; anything else is refused before any work
+    p = r.run("build", m["fixed"], "-o", os.path.join(work, "bad.ingot"), "--cpu", "--workspace", "12Q")
+    r.check("build --workspace 12Q is refused with what a byte count looks like",
+            p.returncode == 2 and "expects a byte count" in p.stderr, p)
+    p = r.run("bench", m["fixed"], "--cpu", "--iterations", "1", "--mem-limit", "-5")
+    r.check("bench --mem-limit -5 is refused", p.returncode == 2 and "expects a byte count" in p.stderr, p)
 
     # ---- missing inputs ------------------------------------------------------------------------------
     p = r.run("run", m["fixed"])

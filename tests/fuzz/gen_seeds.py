@@ -8,6 +8,7 @@ OUT_DIR/load/   models for fuzz_load: shapes of real exports (conv nets, an MLP 
                 initializers in every encoding (raw_data, packed and unpacked typed fields, fp16 in
                 int32_data, external data next to the model), every attribute kind, subgraphs, and the
                 small models shipped with the onnx package.
+OUT_DIR/run/    models for fuzz_run whose run-time inputs steer the kernels (fuzz_run also takes load/).
 OUT_DIR/tensor/ TensorProto files for fuzz_tensor.
 """
 import glob
@@ -150,6 +151,52 @@ def models():
     return out
 
 
+def run_models():
+    """Seeds for fuzz_run: small models whose run-time inputs decide what the kernels do (indices,
+    shapes, Resize's roi and scales, integer divisors), and ops whose attributes bound their windows."""
+    rng = np.random.default_rng(1)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    i64 = TensorProto.INT64
+    out = {}
+    out["resize_crop_roi_input"] = mk([
+        helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear",
+                         coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-1.0),
+    ], [vi("x", shape=(1, 1, 4, 4)), vi("roi", shape=[8])], [vi("y")], [arr("scales", np.array([1, 1, 2, 2],
+                                                                                               np.float32))], opset=13)
+    out["resize_scales_input"] = mk([
+        helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic", antialias=1),
+    ], [vi("x", shape=(1, 1, 4, 4)), vi("scales", shape=[4])], [vi("y")], opset=18)
+    out["int_div_mod"] = mk([
+        helper.make_node("Div", ["a", "b"], ["d"]),
+        helper.make_node("Mod", ["a", "b"], ["y"]),
+    ], [vi("a", TensorProto.INT32, [4]), vi("b", TensorProto.INT32, [4])],
+        [vi("d", TensorProto.INT32), vi("y", TensorProto.INT32)])
+    out["gather_indices_input"] = mk([
+        helper.make_node("Gather", ["x", "i"], ["g"], axis=1),
+        helper.make_node("GatherElements", ["x", "j"], ["y"], axis=0),
+    ], [vi("x", shape=(3, 4)), vi("i", i64, [2]), vi("j", i64, (3, 4))], [vi("g"), vi("y")])
+    out["shape_inputs"] = mk([
+        helper.make_node("Reshape", ["x", "s"], ["r"]),
+        helper.make_node("Expand", ["r", "e"], ["ex"]),
+        helper.make_node("Slice", ["ex", "st", "en"], ["sl"]),
+        helper.make_node("Tile", ["sl", "t"], ["y"]),
+    ], [vi("x", shape=(2, 3)), vi("s", i64, [2]), vi("e", i64, [2]), vi("st", i64, [2]), vi("en", i64, [2]),
+        vi("t", i64, [2])], [vi("y")])
+    out["windows"] = mk([
+        helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["p", "W"], ["c"], strides=[2, 2], output_padding=[1, 1]),
+        helper.make_node("LRN", ["c"], ["l"], size=3),
+        helper.make_node("AveragePool", ["l"], ["y"], kernel_shape=[2, 2], ceil_mode=1),
+    ], [vi("x", shape=(1, 2, 6, 6))], [vi("y")], [arr("W", f32(2, 2, 3, 3))])
+    out["softmax_argmax_range"] = mk([
+        helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+        helper.make_node("ArgMax", ["s"], ["ix"], axis=1),
+        helper.make_node("Range", ["a", "b", "d"], ["y"]),
+    ], [vi("x", shape=(2, 5)), vi("a", shape=[]), vi("b", shape=[]), vi("d", shape=[])],
+        [vi("ix", i64), vi("y")])
+    return out
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -158,6 +205,12 @@ def main():
     os.makedirs(load_dir, exist_ok=True)
     os.makedirs(tensor_dir, exist_ok=True)
     n_models = n_tensors = 0
+    run_dir = os.path.join(out, "run")
+    os.makedirs(run_dir, exist_ok=True)
+    for name, m in run_models().items():
+        with open(os.path.join(run_dir, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+        n_models += 1
     for name, m in models().items():
         with open(os.path.join(load_dir, name + ".onnx"), "wb") as f:
             f.write(m.SerializeToString())

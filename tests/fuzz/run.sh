@@ -2,8 +2,8 @@
 # Build the libFuzzer targets with clang (ASan + UBSan), replay every saved regression input, then
 # fuzz for a bounded time over a fresh seed corpus (gen_seeds.py + the malformed corpus).
 #
-#   tests/fuzz/run.sh [SECONDS]      (default 60: 30% to fuzz_load, 30% to fuzz_engine, 20% each to
-#                                     fuzz_reader and fuzz_tensor)
+#   tests/fuzz/run.sh [SECONDS]      (default 60: 25% to fuzz_load, 25% to fuzz_run, 20% to
+#                                     fuzz_engine, 15% each to fuzz_reader and fuzz_tensor)
 #
 # A crash, leak, UB report or timeout fails the run; libFuzzer writes the input that caused it into
 # tests/fuzz/regressions/<target>/ so it is kept, fixed, and replayed from then on (the README there lists
@@ -27,14 +27,14 @@ quiet() { # quiet WHAT COMMAND...
 }
 quiet configure env CC=clang cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINGOT_BUILD_FUZZERS=ON \
   -DINGOT_BUILD_TESTS=OFF -DINGOT_CUDA=OFF -DINGOT_SANITIZE_ADDRESS=ON -DINGOT_SANITIZE_UNDEFINED=ON
-quiet build cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor fuzz_engine ingot
+quiet build cmake --build "$build" -j"$(nproc)" --target fuzz_load fuzz_reader fuzz_tensor fuzz_engine fuzz_run ingot
 
 corpus=$build/fuzz-corpus
 rm -rf "$corpus/seeds" "$corpus/malformed"
 python3 "$here/tests/fuzz/gen_seeds.py" "$corpus/seeds"
 python3 "$here/tests/malformed/gen_malformed.py" "$corpus/malformed" >/dev/null
-mkdir -p "$corpus/load" "$corpus/reader" "$corpus/tensor" "$corpus/engine" "$regs/load" "$regs/reader" \
-  "$regs/tensor" "$regs/engine"
+mkdir -p "$corpus/load" "$corpus/reader" "$corpus/tensor" "$corpus/engine" "$corpus/run" "$regs/load" "$regs/reader" \
+  "$regs/tensor" "$regs/engine" "$regs/run"
 # engine-file seeds: CPU engines of the seed models that build (the others are no seeds)
 rm -rf "$corpus/seeds/engine" && mkdir -p "$corpus/seeds/engine"
 for m in "$corpus"/seeds/load/*; do
@@ -52,7 +52,7 @@ opts=(-timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=1024 -print_final_stats=1)
 
 # 1. regressions: each saved input once, in its own process so every crashing one is named
 bad=0
-for t in load reader tensor engine; do
+for t in load reader tensor engine run; do
   mapfile -t files < <(find "$regs/$t" -type f ! -name '.*' | sort)
   echo "fuzz: replaying ${#files[@]} regression inputs of fuzz_$t"
   for f in "${files[@]}"; do
@@ -88,8 +88,9 @@ run() { # run TARGET SECONDS SEED_DIRS...
   fi
   return "$rc"
 }
-run load $((secs * 3 / 10)) "$corpus/seeds/load" "$corpus/malformed"
-run engine $((secs * 3 / 10)) "$corpus/seeds/engine"
-run reader $((secs / 5)) "$corpus/seeds/load" "$corpus/malformed"
-run tensor $((secs - secs * 3 / 10 - secs * 3 / 10 - secs / 5)) "$corpus/seeds/tensor"
+run load $((secs / 4)) "$corpus/seeds/load" "$corpus/malformed"
+run run $((secs / 4)) "$corpus/seeds/run" "$corpus/seeds/load"
+run engine $((secs / 5)) "$corpus/seeds/engine"
+run reader $((secs * 3 / 20)) "$corpus/seeds/load" "$corpus/malformed"
+run tensor $((secs - secs / 4 - secs / 4 - secs / 5 - secs * 3 / 20)) "$corpus/seeds/tensor"
 echo "fuzz: done, no crashes"

@@ -9,6 +9,7 @@
  *   test_gpu_lower DIR...      each DIR holds model.onnx, input_<i>.npy, output_<j>.npy
  */
 #include "../../src/cuda/cuda_internal.h"
+#include "../../src/ops/pw_math.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -145,7 +146,7 @@ static float op_f(int code, float a, float b, float z, float k, float k2)
     case IG_EW_OR: return a != 0.f || b != 0.f;
     case IG_EW_WHERE: return a != 0.f ? b : z;
     case IG_EW_MULADD: return fmaf(a, b, z);
-    default: return NAN;
+    default: return ig__pw_math_ext(code) ? ig__pw_math_f32(code, a, k, k2) : NAN; /* SIN and after */
     }
 }
 
@@ -178,6 +179,7 @@ static int64_t op_i(int code, int64_t a, int64_t b, int64_t z, int64_t k, int64_
     case IG_EW_OR: return a || b;
     case IG_EW_WHERE: return a ? b : z;
     case IG_EW_MULADD: return a * b + z;
+    case IG_PW_SIGN: return ig__pw_math_i64(code, a);
     default: return 0;
     }
 }
@@ -474,6 +476,278 @@ static void emulate_attention(const ig_attention_args *a)
     free(sc);
 }
 
+/* ---- the kernel families (kstep.c) ------------------------------------------------------------------- */
+
+static int64_t rdx_keep(const ig_reduction_args *a, int64_t o, int64_t *yoff)
+{
+    int64_t xo = 0, yo = 0;
+    for (int d = a->n_keep - 1; d >= 0; d--) {
+        xo += (o % a->keep[d]) * a->keep_xs[d];
+        yo += (o % a->keep[d]) * a->keep_ys[d];
+        o /= a->keep[d];
+    }
+    *yoff = yo;
+    return xo;
+}
+
+static int64_t rdx_red(const ig_reduction_args *a, int64_t r)
+{
+    int64_t off = 0;
+    for (int d = a->n_red - 1; d >= 0; d--) {
+        off += (r % a->red[d]) * a->red_xs[d];
+        r /= a->red[d];
+    }
+    return off;
+}
+
+/* The reduction kernel's semantics in double (int64 for integers), over the canonical form; checks that
+ * the planned split covers every element exactly once. */
+static int emulate_reduction(const ig_reduction_args *a, char *why, size_t nwhy)
+{
+    bool isint = !ig__dtype_is_float((ingot_dtype)a->x_dtype);
+    if (a->split < 1 || a->chunk < 1 || (int64_t)(a->split - 1) * a->chunk >= (a->n_red_total ? a->n_red_total : 1) ||
+        (int64_t)a->split * a->chunk < a->n_red_total || (a->split > 1 && !a->part)) {
+        snprintf(why, nwhy, "reduction split %d x %lld does not cover %lld elements", (int)a->split,
+                 (long long)a->chunk, (long long)a->n_red_total);
+        return -1;
+    }
+    for (int64_t o = 0; o < a->n_out; o++) {
+        int64_t yoff, xb, k = 0, oo = o;
+        if (a->cols) {
+            k = o % a->inner;
+            oo = o / a->inner;
+        }
+        xb = rdx_keep(a, oo, &yoff) + k;
+        yoff += k * a->inner_ys;
+        double acc = a->kind == IG_RDX_MAX ? -INFINITY : a->kind == IG_RDX_MIN ? INFINITY : a->kind == IG_RDX_PROD;
+        int64_t iacc = a->kind == IG_RDX_MAX ? INT64_MIN : a->kind == IG_RDX_MIN ? INT64_MAX : a->kind == IG_RDX_PROD;
+        double mx = -INFINITY;
+        for (int pass = a->kind == IG_RDX_LOGSUMEXP ? 0 : 1; pass < 2; pass++)
+            for (int64_t j = 0; j < a->n_red_total; j++) {
+                int64_t off = a->cols ? rdx_red(a, j) : rdx_red(a, j / a->inner) + j % a->inner;
+                if (isint) {
+                    int64_t v = ldi(a->x, xb + off, a->x_dtype);
+                    switch (a->kind) {
+                    case IG_RDX_MAX: iacc = v > iacc ? v : iacc; break;
+                    case IG_RDX_MIN: iacc = v < iacc ? v : iacc; break;
+                    case IG_RDX_PROD: iacc *= v; break;
+                    default: iacc += v; break;
+                    }
+                    continue;
+                }
+                double v = ld(a->x, xb + off, a->x_dtype);
+                if (pass == 0) {
+                    mx = v > mx || v != v ? v : mx;
+                    continue;
+                }
+                switch (a->kind) {
+                case IG_RDX_MAX: acc = v > acc || v != v ? v : acc; break;
+                case IG_RDX_MIN: acc = v < acc || v != v ? v : acc; break;
+                case IG_RDX_PROD: acc *= v; break;
+                case IG_RDX_L1: acc += fabs(v); break;
+                case IG_RDX_L2:
+                case IG_RDX_SUMSQ: acc += v * v; break;
+                case IG_RDX_LOGSUMEXP: acc += isinf(mx) ? (v == mx) : exp(v - mx); break;
+                default: acc += v; break;
+                }
+            }
+        if (isint) {
+            sti(a->y, yoff, a->y_dtype, iacc);
+            continue;
+        }
+        switch (a->kind) {
+        case IG_RDX_MEAN: acc /= (double)a->n_red_total; break;
+        case IG_RDX_L2: acc = sqrt(acc); break;
+        case IG_RDX_LOGSUM: acc = log(acc); break;
+        case IG_RDX_LOGSUMEXP: acc = isinf(mx) || mx != mx ? mx : mx + log(acc); break;
+        default: break;
+        }
+        st(a->y, yoff, a->y_dtype, acc);
+    }
+    return 0;
+}
+
+/* Taps of output coordinate o along resized axis k (resize.c's formulas, in double): their count. */
+static int rs_taps(const ig_resize_args *a, int k, int64_t o, int64_t *idx, double *w)
+{
+    double scale = a->scale[k], y = (double)o, ow = scale * (double)a->in[k], x;
+    int64_t in = a->in[k];
+    switch (a->ct) {
+    case IG_RS_ALIGN_CORNERS: x = ow == 1 ? 0 : y * (double)(in - 1) / (ow - 1); break;
+    case IG_RS_ASYMMETRIC: x = y / scale; break;
+    case IG_RS_TF_HALF_PIXEL_NN: x = (y + 0.5) / scale; break;
+    case IG_RS_PYTORCH_HALF_PIXEL: x = ow == 1 ? -0.5 : (y + 0.5) / scale - 0.5; break;
+    case IG_RS_HALF_PIXEL_SYM: x = (double)in / 2 * (1 - (double)a->out[k] / ow) + (y + 0.5) / scale - 0.5; break;
+    default: x = (y + 0.5) / scale - 0.5; break;
+    }
+    if (a->mode == IG_RS_NEAREST) {
+        double f = floor(x), fr = x - f;
+        int64_t i = (int64_t)f;
+        if (a->nearest == IG_RS_NM_SIMPLE)
+            i = scale < 1 ? (int64_t)ceil(x) : i;
+        else if (fr != 0 && (a->nearest == IG_RS_NM_CEIL || (a->nearest == IG_RS_NM_ROUND_PREFER_FLOOR && fr > 0.5) ||
+                             (a->nearest == IG_RS_NM_ROUND_PREFER_CEIL && fr >= 0.5)))
+            i++;
+        idx[0] = i < 0 ? 0 : i >= in ? in - 1 : i;
+        w[0] = 1;
+        return 1;
+    }
+    int n = a->mode == IG_RS_LINEAR ? 2 : 4;
+    int64_t base = (int64_t)floor(x) - (x == floor(x));
+    double r = x - (double)base, c = a->cubic_a, sum = 0;
+    for (int j = 0; j < n; j++) {
+        double d = fabs((double)(base - n / 2 + 1 + j) - x);
+        if (n == 2)
+            w[j] = 1 - d;
+        else
+            w[j] = d <= 1 ? ((c + 2) * d - (c + 3)) * d * d + 1 : ((c * d - 5 * c) * d + 8 * c) * d - 4 * c;
+        int64_t m = base - n / 2 + 1 + j;
+        if (a->exclude_outside && (m < 0 || m >= in)) w[j] = 0;
+        sum += w[j];
+        idx[j] = m < 0 ? 0 : m >= in ? in - 1 : m;
+    }
+    (void)r;
+    if (a->exclude_outside && sum != 0)
+        for (int j = 0; j < n; j++) w[j] /= sum;
+    return n;
+}
+
+static void emulate_resize(const ig_resize_args *a)
+{
+    int64_t total = 1;
+    for (int d = 0; d < a->rank; d++) total *= a->dims[d];
+    size_t es = (size_t)a->esize;
+    for (int64_t e = 0; e < total; e++) {
+        int64_t rem = e, yo = 0, xo = 0, c[2] = {0, 0};
+        for (int d = a->rank - 1; d >= 0; d--) {
+            int64_t q = rem % a->dims[d];
+            rem /= a->dims[d];
+            yo += q * a->ys[d];
+            if (a->axis[d] < 0)
+                xo += q * a->xs[d];
+            else
+                c[a->axis[d]] = q;
+        }
+        int64_t i0[4] = {0}, i1[4] = {0};
+        double w0[4] = {1}, w1[4] = {1};
+        int n0 = rs_taps(a, 0, c[0], i0, w0), n1 = a->n_axes > 1 ? rs_taps(a, 1, c[1], i1, w1) : 1;
+        if (a->mode == IG_RS_NEAREST) {
+            int64_t off = xo + i0[0] * a->axis_xs[0] + (a->n_axes > 1 ? i1[0] * a->axis_xs[1] : 0);
+            memcpy((char *)a->y + (size_t)yo * es, (const char *)a->x + (size_t)off * es, es);
+            continue;
+        }
+        double acc = 0;
+        for (int p = 0; p < n0; p++)
+            for (int q = 0; q < n1; q++)
+                acc += w0[p] * w1[q] *
+                       ld(a->x, xo + i0[p] * a->axis_xs[0] + (a->n_axes > 1 ? i1[q] * a->axis_xs[1] : 0), a->dtype);
+        st(a->y, yo, a->dtype, acc);
+    }
+}
+
+static void emulate_groupnorm(const ig_groupnorm_args *a)
+{
+    int64_t cg = a->c / a->groups;
+    for (int64_t n = 0; n < a->n; n++)
+        for (int64_t g = 0; g < a->groups; g++) {
+            double sum = 0, sq = 0, cnt = (double)(cg * a->s);
+            for (int pass = 0; pass < 3; pass++)
+                for (int64_t ch = g * cg; ch < (g + 1) * cg; ch++)
+                    for (int64_t j = 0; j < a->s; j++) {
+                        int64_t i = a->cl ? (n * a->s + j) * a->c + ch : (n * a->c + ch) * a->s + j;
+                        double v = ld(a->x, i, a->dtype), mean = sum / cnt;
+                        if (pass == 0)
+                            sum += v;
+                        else if (pass == 1)
+                            sq += (v - mean) * (v - mean);
+                        else
+                            st(a->y, i, a->dtype,
+                               (v - mean) / sqrt(sq / cnt + a->eps) *
+                                       (a->scale ? ld(a->scale, a->per_group ? g : ch, a->wdtype) : 1) +
+                                   (a->bias ? ld(a->bias, a->per_group ? g : ch, a->wdtype) : 0));
+                    }
+        }
+}
+
+static int64_t ix_index(const ig_index_args *a, int64_t i, int64_t dim)
+{
+    int64_t v = ldi(a->idx, i, a->idx_dtype);
+    if (v < 0) v += dim;
+    return v < 0 ? 0 : v >= dim ? dim - 1 : v;
+}
+
+static void emulate_index(const ig_index_args *a)
+{
+    size_t es = (size_t)a->esize;
+    const char *x = a->x, *u = a->upd;
+    char *y = a->y;
+    if (a->op == IG_IX_CUMSUM) {
+        for (int64_t o = 0; o < a->dims[0]; o++)
+            for (int64_t i = 0; i < a->dims[2]; i++) {
+                double s = 0;
+                for (int64_t q = 0; q < a->dims[1]; q++) {
+                    int64_t j = a->reverse ? a->dims[1] - 1 - q : q, e = (o * a->dims[1] + j) * a->dims[2] + i;
+                    double v = ld(a->x, e, a->dtype);
+                    if (!a->exclusive) s += v;
+                    st(a->y, e, a->dtype, s);
+                    if (a->exclusive) s += v;
+                }
+            }
+        return;
+    }
+    for (int64_t e = 0; e < a->n; e++) {
+        int64_t off = 0, rem = e, row = a->slice ? e / a->slice : 0, p = a->slice ? e % a->slice : 0;
+        switch (a->op) {
+        case IG_IX_GATHER_ELEMENTS:
+        case IG_IX_SCATTER_ELEMENTS:
+            for (int d = a->rank - 1; d >= 0; d--) {
+                int64_t c = rem % a->dims[d];
+                rem /= a->dims[d];
+                off += (d == a->axis ? ix_index(a, e, a->axis_dim) : c) * a->ts[d];
+            }
+            if (a->op == IG_IX_GATHER_ELEMENTS)
+                memcpy(y + (size_t)e * es, x + (size_t)off * es, es);
+            else
+                memcpy(y + (size_t)off * es, u + (size_t)e * es, es);
+            break;
+        case IG_IX_GATHER_ND:
+        case IG_IX_SCATTER_ND:
+            for (int64_t j = 0; j < a->k; j++) off += ix_index(a, row * a->k + j, a->nd_dims[j]) * a->ts[j];
+            if (a->op == IG_IX_GATHER_ND)
+                memcpy(y + (size_t)e * es, x + (size_t)((row / a->n_idx) * a->bstride + off + p) * es, es);
+            else
+                memcpy(y + (size_t)(off + p) * es, u + (size_t)e * es, es);
+            break;
+        default: {
+            int64_t j = e % a->dims[1], i = (e / a->dims[1]) % a->dims[0];
+            bool keep = a->upper ? j - i >= a->tk : j - i <= a->tk;
+            if (keep)
+                memcpy(y + (size_t)e * es, x + (size_t)e * es, es);
+            else
+                memset(y + (size_t)e * es, 0, es);
+        }
+        }
+    }
+}
+
+static int emulate_kstep(const ig_cu_prog *p, const ig_cu_step *s, void **P, char *why, size_t nwhy)
+{
+    int32_t ids[16];
+    (void)p;
+    if (ig__cu_step_tensors(s, ids) == 0) { /* the arena plan would give its buffers no lifetime */
+        snprintf(why, nwhy, "ig__cu_step_tensors (exec.c) does not list the tensors of kernel-family steps");
+        return -1;
+    }
+    ig_cu_kstep k = ig__cu_kstep_bind(s, P);
+    switch (s->kind) {
+    case IG_ST_REDUCTION: return emulate_reduction(&k.a.red, why, nwhy);
+    case IG_ST_RESIZE: emulate_resize(&k.a.resize); return 0;
+    case IG_ST_GROUPNORM: emulate_groupnorm(&k.a.gn); return 0;
+    case IG_ST_INDEX: emulate_index(&k.a.ix); return 0;
+    default: snprintf(why, nwhy, "kind %d not emulated", s->kind); return -1;
+    }
+}
+
 /* ---- driver ---------------------------------------------------------------------------------------- */
 
 int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy);
@@ -593,10 +867,15 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
             for (size_t k = 0; k < n; k++) memcpy((char *)P[s->u.fill.y] + k * es, &s->u.fill.bits, es);
             break;
         }
-        default:
-            snprintf(why, nwhy, "step %d %s: kind %d not emulated", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl),
-                     s->kind);
-            goto out;
+        default: {
+            char kw[256] = "";
+            if (!ig__cu_is_kstep(s->kind)) snprintf(kw, sizeof kw, "kind %d not emulated", s->kind);
+            if (kw[0] || emulate_kstep(p, s, P, kw, sizeof kw)) {
+                snprintf(why, nwhy, "step %d %s: %s", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl), kw);
+                goto out;
+            }
+            break;
+        }
         }
     }
     rc = 0;

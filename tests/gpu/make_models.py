@@ -386,12 +386,273 @@ def case_op_coverage():
     return g.model([inp], [out_info(["batch", 4, 64, 64])], opset=20), {"input": (2, 4, 64, 64)}
 
 
-def case_unsupported_tile():
+def case_unary_more():
+    """The elementwise ops of pointwise codes SIN and after (src/ops/pw_math.h), each on inputs inside its
+    domain, summed into one output; Sign also on int64 (an int program)."""
     g = G()
-    g.op("Tile", ["input", g.w(np.array([1, 2], np.int64))])
+    x = "input"  # [B, 4, 16, 16]
+    c = lambda v: g.w(np.array(v, np.float32))
+    t = g.op("Mul", [g.op("Tanh", [x]), c(0.9)])  # in (-1, 1)
+    x3 = g.op("Mul", [x, c(3.0)])
+    zeros = g.w(np.where(np.arange(16) % 3 == 0, 0.0, 1.0).astype(np.float32))
+    terms = [
+        g.op("Sin", [x]),
+        g.op("Cos", [x]),
+        g.op("Tan", [g.op("Mul", [x, c(0.3)])]),
+        g.op("Asin", [t]),
+        g.op("Acos", [t]),
+        g.op("Atan", [x]),
+        g.op("Sinh", [x]),
+        g.op("Cosh", [x]),
+        g.op("Asinh", [x]),
+        g.op("Acosh", [g.op("Add", [g.op("Abs", [x]), c(1.0)])]),
+        g.op("Atanh", [t]),
+        g.op("Floor", [x3]),
+        g.op("Ceil", [x3]),
+        g.op("Round", [x3]),
+        g.op("Sign", [x]),
+        g.op("Elu", [x], alpha=0.7),
+        g.op("Selu", [x]),
+        g.op("Celu", [x], alpha=1.3),
+        g.op("Softsign", [x]),
+        g.op("ThresholdedRelu", [x], alpha=0.2),
+        g.op("Shrink", [x], bias=0.1, lambd=0.4),
+        g.op("Cast", [g.op("IsInf", [g.op("Div", [x, zeros])], detect_negative=0)], to=TP.FLOAT),
+        g.op("Cast", [g.op("Sign", [g.op("Cast", [x3], to=TP.INT64)])], to=TP.FLOAT),
+    ]
+    y = terms[0]
+    for v in terms[1:]:
+        y = g.op("Add", [y, v])
     g.nodes[-1].output[0] = "output"
-    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3])
-    return g.model([inp], [out_info(["batch", 6])]), {"input": (2, 3)}
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 4, 16, 16])
+    return g.model([inp], [out_info(["batch", 4, 16, 16])], opset=20), {"input": (2, 4, 16, 16)}
+
+
+def case_reductions(more=False):
+    """Reductions over NHWC (conv outputs: columns, split over blocks at batch 1) and NCHW (rows, one long
+    row split over blocks), several runs per output (axes 1 and 3), channel pooling (axis 1 of NCHW),
+    integers, a strided and a broadcast input (read through a dense copy); with `more`, the other kinds."""
+    g = G()
+    x = "input"  # [1, 4, 64, 64]
+    c = lambda v: g.w(np.array(v, np.float32))
+    ax = lambda *a: g.w(np.array(a, np.int64))
+    y = g.op("Relu", [conv_bn(g, x, 4, 16, 3)])  # [1, 16, 64, 64], channels-last on the GPU
+    outs = [g.op("GlobalAveragePool", [y]), g.op("GlobalMaxPool", [y])]  # [1, 16, 1, 1]
+    outs.append(g.op("ReduceMean", [x, ax(1, 2, 3)], keepdims=0))  # [1]: one long row
+    outs.append(g.op("ReduceMin", [x, ax(1, 3)], keepdims=0))  # [1, 64]: 4 runs of 64 per output
+    outs.append(g.op("ReduceMax", [x, ax(1)], keepdims=1))  # [1, 1, 64, 64]: columns of 4096
+    outs.append(g.op("ReduceSum", [g.op("Transpose", [x], perm=[0, 2, 3, 1]), ax(1, 2)], keepdims=1))  # [1,1,1,4]
+    pos = g.op("Cast", [g.op("Greater", [x, c(0.0)])], to=TP.INT64)
+    outs.append(g.op("Cast", [g.op("ReduceSum", [pos, ax(-1)], keepdims=0)], to=TP.FLOAT))  # [1, 4, 64]
+    sl = g.op("Slice", [x, ax(0), ax(64), ax(3), ax(2)])  # [1, 4, 64, 32], innermost stride 2
+    outs.append(g.op("ReduceSum", [sl, ax(3)], keepdims=0))  # [1, 4, 64]
+    ex = g.op("Expand", [g.op("ReduceMax", [x, ax(2)], keepdims=1), ax(1, 4, 8, 64)])  # stride 0
+    outs.append(g.op("ReduceMean", [ex, ax(1, 2)], keepdims=0))  # [1, 64]
+    outs.append(g.op("ReduceMean", [y, ax(0, 2, 3)], keepdims=0))  # [16]: a column sum over batch and space
+    shapes = [[1, 16, 1, 1], [1, 16, 1, 1], [1], [1, 64], [1, 1, 64, 64], [1, 1, 1, 4], [1, 4, 64], [1, 4, 64],
+              [1, 64], [16]]
+    if more:
+        outs = [g.op("ReduceL1", [y, ax(2, 3)], keepdims=1)]  # [1, 16, 1, 1]
+        outs.append(g.op("ReduceL2", [x, ax(3)], keepdims=0))  # [1, 4, 64]
+        outs.append(g.op("ReduceSumSquare", [x, ax(1)], keepdims=0))  # [1, 64, 64]
+        outs.append(g.op("ReduceLogSum", [g.op("Abs", [x]), ax(2)], keepdims=0))  # [1, 4, 64]
+        outs.append(g.op("ReduceLogSumExp", [g.op("Mul", [y, c(4.0)]), ax(2, 3)], keepdims=0))  # [1, 16]
+        outs.append(g.op("ReduceProd", [g.op("Add", [x, c(1.5)]), ax(1)], keepdims=0))  # [1, 64, 64]
+        outs.append(g.op("Cast", [g.op("ArgMin", [x], axis=2, keepdims=0)], to=TP.FLOAT))  # [1, 4, 64]
+        shapes = [[1, 16, 1, 1], [1, 4, 64], [1, 64, 64], [1, 4, 64], [1, 16], [1, 64, 64], [1, 4, 64]]
+    for i, o in enumerate(outs):
+        g.nodes[[n.output[0] for n in g.nodes].index(o)].output[0] = f"out{i}"
+        for n in g.nodes:
+            n.input[:] = [f"out{i}" if v == o else v for v in n.input]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [1, 4, 64, 64])
+    return g.model([inp], [out_info(sh, f"out{i}") for i, sh in enumerate(shapes)], opset=18), {"input": (1, 4, 64, 64)}
+
+
+def case_reduce_big():
+    """A mean over every element of [1, 4, 192, 192] (one row split over many blocks) and an NCHW global
+    average pool with rows of 36864 (blocks of 1024 threads)."""
+    g = G()
+    a = g.op("ReduceMean", ["input"], keepdims=0)
+    g.nodes[-1].output[0] = "out0"
+    g.op("GlobalAveragePool", ["input"])
+    g.nodes[-1].output[0] = "out1"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [1, 4, 192, 192])
+    return g.model([inp], [out_info([], "out0"), out_info([1, 4, 1, 1], "out1")]), {"input": (1, 4, 192, 192)}
+
+
+def case_resize():
+    """Resize in the modes exporters emit: nearest (asymmetric/floor as torch writes it, round_prefer_ceil,
+    ceil, tf_half_pixel_for_nn, downsampling), linear (half_pixel from sizes, pytorch_half_pixel,
+    align_corners, asymmetric, half_pixel_symmetric), cubic (-0.75; -0.5 with exclude_outside), on NCHW
+    inputs and on a convolution's channels-last output, 1-D over [N, C, L], 'axes', int32 nearest."""
+    g = G()
+    x = "input"  # [2, 3, 10, 12]
+    f = lambda *v: g.w(np.array(v, np.float32))
+    i = lambda *v: g.w(np.array(v, np.int64))
+    e = ""
+    outs = [
+        g.op("Resize", [x, e, f(1, 1, 2, 2)], mode="nearest", coordinate_transformation_mode="asymmetric",
+             nearest_mode="floor"),
+        g.op("Resize", [x, e, f(1, 1, 1.5, 0.5)], mode="nearest", nearest_mode="round_prefer_ceil"),
+        g.op("Resize", [x, e, f(1, 1, 0.6, 1.75)], mode="nearest", nearest_mode="ceil",
+             coordinate_transformation_mode="tf_half_pixel_for_nn"),
+        g.op("Resize", [x, e, e, i(2, 3, 17, 9)], mode="linear"),
+        g.op("Resize", [x, e, f(1, 1, 2, 1.5)], mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+        g.op("Resize", [x, e, e, i(2, 3, 20, 5)], mode="linear", coordinate_transformation_mode="align_corners"),
+        g.op("Resize", [x, e, f(1, 1, 0.5, 0.5)], mode="linear", coordinate_transformation_mode="asymmetric"),
+        g.op("Resize", [x, e, f(1, 1, 1.7, 1.3)], mode="linear", coordinate_transformation_mode="half_pixel_symmetric"),
+        g.op("Resize", [x, e, f(1, 1, 2, 2)], mode="cubic"),
+        g.op("Resize", [x, e, e, i(2, 3, 7, 25)], mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1),
+    ]
+    y = g.op("Relu", [conv_bn(g, x, 3, 16, 3)])  # [2, 16, 10, 12], channels-last on the GPU
+    outs.append(g.op("Resize", [y, e, f(1, 1, 2, 2)], mode="linear"))
+    outs.append(g.op("Resize", [y, e, f(1, 1, 2, 2)], mode="nearest"))
+    outs.append(g.op("Resize", [y, e, e, i(2, 16, 5, 30)], mode="cubic", coordinate_transformation_mode="align_corners"))
+    l1 = g.op("Reshape", [x, i(2, 3, 120)])
+    outs.append(g.op("Resize", [l1, e, f(1, 1, 1.5)], mode="linear", coordinate_transformation_mode="align_corners"))
+    outs.append(g.op("Resize", [x, e, f(3, 2)], mode="linear", axes=[2, 3]))
+    xi = g.op("Cast", [g.op("Mul", [x, f(10.0)])], to=TP.INT32)
+    outs.append(g.op("Cast", [g.op("Resize", [xi, e, f(1, 1, 3, 3)], mode="nearest")], to=TP.FLOAT))
+    shapes = [[2, 3, 20, 24], [2, 3, 15, 6], [2, 3, 6, 21], [2, 3, 17, 9], [2, 3, 20, 18], [2, 3, 20, 5],
+              [2, 3, 5, 6], [2, 3, 17, 15], [2, 3, 20, 24], [2, 3, 7, 25], [2, 16, 20, 24], [2, 16, 20, 24],
+              [2, 16, 5, 30], [2, 3, 180], [2, 3, 30, 24], [2, 3, 30, 36]]
+    for k, o in enumerate(outs):
+        for n in g.nodes:
+            n.output[:] = [f"out{k}" if v == o else v for v in n.output]
+            n.input[:] = [f"out{k}" if v == o else v for v in n.input]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [2, 3, 10, 12])
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=18), {"input": (2, 3, 10, 12)}
+
+
+def case_upsample():
+    """The deprecated Upsample (opset 9: scales as an input), nearest and linear."""
+    g = G()
+    g.op("Upsample", ["input", g.w(np.array([1, 1, 2, 3], np.float32))], mode="nearest")
+    g.nodes[-1].output[0] = "out0"
+    g.op("Upsample", ["input", g.w(np.array([1, 1, 1.5, 2.5], np.float32))], mode="linear")
+    g.nodes[-1].output[0] = "out1"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [2, 3, 6, 8])
+    g2 = oh.make_graph(g.nodes, "g", [inp], [out_info([2, 3, 12, 24], "out0"), out_info([2, 3, 9, 20], "out1")],
+                       g.inits)
+    m = oh.make_model(g2, opset_imports=[oh.make_opsetid("", 9)])
+    m.ir_version = 8
+    return m, {"input": (2, 3, 6, 8)}
+
+
+def case_instance_norm():
+    """InstanceNormalization over NCHW (rank 4 and 3, channels split over blocks at batch 1) and over a
+    convolution's channels-last output, with a mean far from zero (the statistics must not cancel)."""
+    g = G()
+    x = "input"  # [1, 6, 48, 40]
+    outs = [g.op("InstanceNormalization", [g.op("Add", [x, g.w(np.array(30.0, np.float32))]),
+                                           g.w(1 + 0.2 * randw(6, scale=1)), g.w(0.1 * randw(6, scale=1))],
+                 epsilon=1e-3)]
+    outs.append(g.op("InstanceNormalization", [g.op("Reshape", [x, g.w(np.array([1, 12, 960], np.int64))]),
+                                               g.w(randw(12, scale=1)), g.w(randw(12, scale=1))]))
+    y = conv_bn(g, x, 6, 16, 3)  # channels-last on the GPU
+    outs.append(g.op("InstanceNormalization", [y, g.w(randw(16, scale=1)), g.w(randw(16, scale=1))]))
+    shapes = [[1, 6, 48, 40], [1, 12, 960], [1, 16, 48, 40]]
+    for k, o in enumerate(outs):
+        for n in g.nodes:
+            n.output[:] = [f"out{k}" if v == o else v for v in n.output]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [1, 6, 48, 40])
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)]), {"input": (1, 6, 48, 40)}
+
+
+def case_index_ops():
+    """GatherElements, GatherND (batch_dims 0 and 1), ScatterElements, the opset-9 Scatter, ScatterND (Swin's
+    mask writes), CumSum (exclusive, reverse, int64), Trilu (upper and lower, k), Tile, DepthToSpace (DCR,
+    CRD) and SpaceToDepth, on NCHW inputs and on a convolution's channels-last output."""
+    g = G()
+    x = "input"  # [2, 4, 6, 8]
+    i64 = lambda a: g.w(np.array(a, np.int64))
+    gi = rng.integers(-6, 6, size=(2, 4, 3, 8)).astype(np.int64)
+    outs = [g.op("GatherElements", [x, i64(gi)], axis=2)]  # [2, 4, 3, 8]
+    outs.append(g.op("GatherND", [x, i64([[[0, 1], [1, 3]], [[1, 0], [0, 2]]])]))  # [2, 2, 6, 8]
+    outs.append(g.op("GatherND", [x, i64([[[1, 2]], [[3, 0]]])], batch_dims=1))  # [2, 1, 8]
+    si = np.stack([rng.permutation(8)[:5] for _ in range(2 * 4 * 6)]).reshape(2, 4, 6, 5).astype(np.int64)
+    outs.append(g.op("ScatterElements", [x, i64(si), g.op("Slice", [x, i64([0]), i64([5]), i64([3])])], axis=3))
+    upd = g.op("Neg", [g.op("Slice", [x, i64([0, 0]), i64([1, 2]), i64([0, 1])])])  # [1, 2, 6, 8]
+    outs.append(g.op("ScatterND", [x, i64([[[1, 2], [0, 3]]]), upd]))  # [2, 4, 6, 8]
+    outs.append(g.op("CumSum", [x, i64(2)]))
+    outs.append(g.op("CumSum", [x, i64(-1)], exclusive=1, reverse=1))
+    ci = g.op("Cast", [g.op("Mul", [x, g.w(np.array(10.0, np.float32))])], to=TP.INT64)
+    outs.append(g.op("Cast", [g.op("CumSum", [ci, i64(1)])], to=TP.FLOAT))
+    outs.append(g.op("Trilu", [x, i64(1)], upper=1))
+    outs.append(g.op("Trilu", [x, i64(-2)], upper=0))
+    outs.append(g.op("Tile", [x, i64([1, 2, 1, 3])]))  # [2, 8, 6, 24]
+    y = conv_bn(g, x, 4, 8, 3)  # [2, 8, 6, 8], channels-last on the GPU
+    outs.append(g.op("DepthToSpace", [y], blocksize=2, mode="DCR"))  # [2, 2, 12, 16]
+    outs.append(g.op("DepthToSpace", [y], blocksize=2, mode="CRD"))
+    outs.append(g.op("SpaceToDepth", [y], blocksize=2))  # [2, 32, 3, 4]
+    outs.append(g.op("Tile", [y, i64([2, 1, 1, 2])]))  # [4, 8, 6, 16]
+    shapes = [[2, 4, 3, 8], [2, 2, 6, 8], [2, 1, 8], [2, 4, 6, 8], [2, 4, 6, 8], [2, 4, 6, 8], [2, 4, 6, 8],
+              [2, 4, 6, 8], [2, 4, 6, 8], [2, 4, 6, 8], [2, 8, 6, 24], [2, 2, 12, 16], [2, 2, 12, 16], [2, 32, 3, 4],
+              [4, 8, 6, 16]]
+    for k, o in enumerate(outs):
+        for n in g.nodes:
+            n.output[:] = [f"out{k}" if v == o else v for v in n.output]
+            n.input[:] = [f"out{k}" if v == o else v for v in n.input]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [2, 4, 6, 8])
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=18), {"input": (2, 4, 6, 8)}
+
+
+def case_scatter9():
+    """Scatter, ScatterElements' opset-9 name."""
+    g = G()
+    si = np.stack([rng.permutation(5)[:3] for _ in range(4)]).astype(np.int64)
+    g.op("Scatter", ["input", g.w(si), g.w(randw(4, 3, scale=1))], axis=1)
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [4, 5])
+    g2 = oh.make_graph(g.nodes, "g", [inp], [out_info([4, 5])], g.inits)
+    m = oh.make_model(g2, opset_imports=[oh.make_opsetid("", 9)])
+    m.ir_version = 8
+    return m, {"input": (4, 5)}
+
+
+def case_einsum():
+    """Einsum as one GEMM: attention's "bhqd,bhkd->bhqk" and "bhqk,bhkd->bhqd", a linear layer "bsd,ed->bse",
+    a contraction over two letters with the output transposed, and operands whose merged dims do not nest."""
+    g = G()
+    q, k = "q", "k"  # [2, 3, 5, 4], [2, 3, 6, 4]
+    s = g.op("Einsum", [q, k], equation="bhqd,bhkd->bhqk")  # [2, 3, 5, 6]
+    o = g.op("Einsum", [s, g.op("Transpose", [k], perm=[0, 1, 2, 3])], equation="bhqk,bhkd->bhqd")  # [2, 3, 5, 4]
+    lin = g.op("Einsum", [g.op("Reshape", [q, g.w(np.array([2, 15, 4], np.int64))]), g.w(randw(7, 4))],
+               equation="bsd,ed->bse")  # [2, 15, 7]
+    two = g.op("Einsum", [q, g.w(randw(3, 4, 5))], equation="bhqd,hde->eqb")  # [5, 5, 2]
+    nn = g.op("Einsum", [g.op("Transpose", [q], perm=[0, 2, 1, 3]), k], equation="bqhd,bhkd->bkq")  # [2, 6, 5]
+    outs, shapes = [s, o, lin, two, nn], [[2, 3, 5, 6], [2, 3, 5, 4], [2, 15, 7], [5, 5, 2], [2, 6, 5]]
+    for j, v in enumerate(outs):
+        for n in g.nodes:
+            n.output[:] = [f"out{j}" if w == v else w for w in n.output]
+            n.input[:] = [f"out{j}" if w == v else w for w in n.input]
+    ins = [oh.make_tensor_value_info("q", TP.FLOAT, [2, 3, 5, 4]), oh.make_tensor_value_info("k", TP.FLOAT, [2, 3, 6, 4])]
+    return g.model(ins, [out_info(sh, f"out{j}") for j, sh in enumerate(shapes)]), {"q": (2, 3, 5, 4), "k": (2, 3, 6, 4)}
+
+
+def case_group_norm(opset=21):
+    """GroupNormalization over NCHW and a convolution's channels-last output (scale and bias per channel
+    from opset 21, per group before)."""
+    g = G()
+    per = 4 if opset < 21 else 16
+    y = conv_bn(g, "input", 6, 16, 3)  # [1, 16, 20, 24], channels-last on the GPU
+    g.op("GroupNormalization", [y, g.w(1 + 0.2 * randw(per, scale=1)), g.w(0.1 * randw(per, scale=1))],
+         num_groups=4, epsilon=1e-4)
+    g.nodes[-1].output[0] = "out0"
+    per = 3 if opset < 21 else 6
+    g.op("GroupNormalization", ["input", g.w(randw(per, scale=1)), g.w(randw(per, scale=1))], num_groups=3)
+    g.nodes[-1].output[0] = "out1"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [1, 6, 20, 24])
+    return g.model([inp], [out_info([1, 16, 20, 24], "out0"), out_info([1, 6, 20, 24], "out1")], opset=opset), \
+        {"input": (1, 6, 20, 24)}
+
+
+def case_unsupported_lrn():
+    g = G()
+    g.op("LRN", ["input"], size=3)
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 4, 4])
+    return g.model([inp], [out_info(["batch", 3, 4, 4])]), {"input": (2, 3, 4, 4)}
 
 
 CASES = {
@@ -411,7 +672,18 @@ CASES = {
     "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8, residual=False),
     "lazy_views": case_lazy_views,
     "op_coverage": case_op_coverage,
-    "unsupported_tile": case_unsupported_tile,
+    "reductions": case_reductions,
+    "reductions_more": lambda: case_reductions(more=True),
+    "reduce_big": case_reduce_big,
+    "resize": case_resize,
+    "upsample": case_upsample,
+    "instance_norm": case_instance_norm,
+    "group_norm": case_group_norm,
+    "unary_more": case_unary_more,
+    "index_ops": case_index_ops,
+    "scatter9": case_scatter9,
+    "einsum": case_einsum,
+    "unsupported_lrn": case_unsupported_lrn,
 }
 
 

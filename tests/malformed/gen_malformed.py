@@ -235,6 +235,47 @@ def cases():
                                      [vi("x", shape=(2, 3)), vi("z", shape=(4, 5))],
                                      [vi("y", shape=None)]).SerializeToString()
 
+    # ---- models ONNX Runtime rejects (issue 13): each would otherwise run with a wrong answer ----
+    x4 = vi("x", shape=(1, 3, 4, 4))
+    c["attr_type_softmax_axis_float.onnx"] = model([helper.make_node("Softmax", ["x"], ["y"], name="softmax",
+                                                                      axis=1.0)], [x], [y]).SerializeToString()
+    c["attr_type_flatten_axis_list.onnx"] = model([helper.make_node("Flatten", ["x"], ["y"], name="flatten",
+                                                                     axis=[1])], [x], [y]).SerializeToString()
+    c["attr_type_leakyrelu_alpha_int.onnx"] = model([helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu",
+                                                                       alpha=2)], [x], [y]).SerializeToString()
+    n = helper.make_node("Softmax", ["x"], ["y"], name="softmax")
+    n = onnx.NodeProto.FromString(n.SerializeToString() + f_bytes(5, f_bytes(1, "axis")))  # no value, no type
+    c["attr_type_no_value.onnx"] = model([n], [x], [y]).SerializeToString()
+    c["maxpool_pads_ge_kernel.onnx"] = model([helper.make_node("MaxPool", ["x"], ["y"], name="pool",
+                                                               kernel_shape=[2, 2], pads=[2, 2, 2, 2])], [x4],
+                                             [vi("y", shape=None)]).SerializeToString()
+    c["avgpool_pads_ge_kernel.onnx"] = model([helper.make_node("AveragePool", ["x"], ["y"], name="pool",
+                                                               kernel_shape=[3, 3], pads=[0, 3, 0, 0])], [x4],
+                                             [vi("y", shape=None)]).SerializeToString()
+    wt = numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "W")
+    c["convtranspose_output_padding_ge_stride.onnx"] = model(
+        [helper.make_node("ConvTranspose", ["x", "W"], ["y"], name="deconv", strides=[2, 2], output_padding=[2, 0])],
+        [x4], [vi("y", shape=None)], [wt]).SerializeToString()
+    w3 = numpy_helper.from_array(np.ones(4, np.float32), "W")
+    c["input_initializer_shape_conflict.onnx"] = model(
+        [helper.make_node("Add", ["x", "W"], ["y"], name="add")], [vi("x", shape=(4,)), vi("W", shape=(3,))],
+        [vi("y", shape=(4,))], [w3]).SerializeToString()
+    c["input_initializer_dtype_conflict.onnx"] = model(
+        [helper.make_node("Add", ["x", "W"], ["y"], name="add")],
+        [vi("x", shape=(4,)), vi("W", TensorProto.INT64, shape=(4,))], [vi("y", shape=(4,))], [w3]).SerializeToString()
+    c["opset_too_new.onnx"] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y],
+                                    opsets=[helper.make_opsetid("", 99)]).SerializeToString()
+    c["lrn_size_huge.onnx"] = model([helper.make_node("LRN", ["x"], ["y"], name="lrn", size=1 << 62)], [x4],
+                                    [vi("y", shape=None)]).SerializeToString()
+    c["lrn_size_huge_odd.onnx"] = model([helper.make_node("LRN", ["x"], ["y"], name="lrn", size=(1 << 62) + 1)],
+                                        [x4], [vi("y", shape=None)]).SerializeToString()
+    a = numpy_helper.from_array(np.array([7, 8, 9], np.int32), "a")
+    b = numpy_helper.from_array(np.array([1, 0, 3], np.int32), "b")
+    c["int_div_by_zero.onnx"] = model([helper.make_node("Div", ["a", "b"], ["y"], name="div")], [],
+                                      [vi("y", TensorProto.INT32, (3,))], [a, b]).SerializeToString()
+    c["int_mod_by_zero.onnx"] = model([helper.make_node("Mod", ["a", "b"], ["y"], name="mod")], [],
+                                      [vi("y", TensorProto.INT32, (3,))], [a, b]).SerializeToString()
+
     # ---- external data (files under ext/; secret.bin outside) ----
     def ext_model(entries, dims=(4,)):
         return relu_with_init(ext_tensor("w", list(dims), entries), dims).SerializeToString()

@@ -178,6 +178,25 @@ static double ref_code(int code, double a, double b, double c, double k, double 
     case IG_PW_OR: return a != 0 || b != 0;
     case IG_PW_WHERE: return a != 0 ? b : c;
     case IG_PW_MULADD: return a * b + c;
+    case IG_PW_SIN: return sin(a);
+    case IG_PW_COS: return cos(a);
+    case IG_PW_TAN: return tan(a);
+    case IG_PW_ASIN: return asin(a);
+    case IG_PW_ACOS: return acos(a);
+    case IG_PW_ATAN: return atan(a);
+    case IG_PW_SINH: return sinh(a);
+    case IG_PW_COSH: return cosh(a);
+    case IG_PW_ASINH: return asinh(a);
+    case IG_PW_ACOSH: return acosh(a);
+    case IG_PW_ATANH: return atanh(a);
+    case IG_PW_SIGN: return a > 0 ? 1 : a < 0 ? -1 : a;
+    case IG_PW_ELU: return a < 0 ? k * (exp(a) - 1) : a;
+    case IG_PW_SELU: return a <= 0 ? k2 * (k * exp(a) - k) : k2 * a;
+    case IG_PW_CELU: return (a > 0 ? a : 0) + (a < 0 ? k * (exp(a / k) - 1) : a != a ? a : 0);
+    case IG_PW_SOFTSIGN: return a / (1 + fabs(a));
+    case IG_PW_THRELU: return a > k ? a : 0;
+    case IG_PW_SHRINK: return a < -k2 ? a + k : a > k2 ? a - k : 0;
+    case IG_PW_ISINF: return (k != 0 && a == INFINITY) || (k2 != 0 && a == -INFINITY);
     default: return NAN;
     }
 }

@@ -542,26 +542,31 @@ TEST(integer_division_and_mod)
 {
     ig_err err = {0};
     ig_node n = knode("Div", 14, NULL, 0);
-    int32_t a[6] = {7, -7, 7, -7, INT32_MIN, 5}, b[6] = {2, 2, -2, -2, -1, 0}, o[6];
+    int32_t a[6] = {7, -7, 7, -7, INT32_MIN, 5}, b[6] = {2, 2, -2, -2, -1, 3}, o[6];
     ig_tensor ta = T(INGOT_DTYPE_INT32, 1, (int64_t[]){6}, a), tb = T(INGOT_DTYPE_INT32, 1, (int64_t[]){6}, b);
     ig_tensor to = T(INGOT_DTYPE_INT32, 1, (int64_t[]){6}, o);
     const ig_tensor *in[2] = {&ta, &tb};
     ig_tensor *out[1] = {&to};
     ASSERT_EQ(run(&ig__op_div, &n, in, 2, out, 1, NULL, &err), INGOT_OK);
-    int32_t want_div[6] = {3, -3, -3, 3, INT32_MIN, 0}; /* truncation; MIN/-1 wraps; x/0 = 0 */
+    int32_t want_div[6] = {3, -3, -3, 3, INT32_MIN, 1}; /* truncation; MIN/-1 wraps */
     for (int i = 0; i < 6; i++) ASSERT_EQ(o[i], want_div[i]);
 
     ig_node nm = knode("Mod", 13, NULL, 0);
     ASSERT_EQ(run(&ig__op_mod, &nm, in, 2, out, 1, NULL, &err), INGOT_OK);
-    int32_t want_mod[6] = {1, 1, -1, -1, 0, 0}; /* sign of the divisor */
+    int32_t want_mod[6] = {1, 1, -1, -1, 0, 2}; /* sign of the divisor */
     for (int i = 0; i < 6; i++) ASSERT_EQ(o[i], want_mod[i]);
     ig_attr fm = {.name = "fmod", .type = IG_ATTR_INT, .i = 1};
     ig_node nf = knode("Mod", 13, &fm, 1);
     ASSERT_EQ(run(&ig__op_mod, &nf, in, 2, out, 1, NULL, &err), INGOT_OK);
-    int32_t want_fmod[6] = {1, -1, 1, -1, 0, 0}; /* sign of the dividend (C %) */
+    int32_t want_fmod[6] = {1, -1, 1, -1, 0, 2}; /* sign of the dividend (C %) */
     for (int i = 0; i < 6; i++) ASSERT_EQ(o[i], want_fmod[i]);
+    b[5] = 0; /* an integer divisor of 0: a run error (issue 13), for Div, Mod and fmod alike */
+    ASSERT_EQ(run(&ig__op_div, &n, in, 2, out, 1, NULL, &err), INGOT_ERR_INPUT);
+    ASSERT_CONTAINS(err.msg, "integer division by zero (element 5");
+    ASSERT_EQ(run(&ig__op_mod, &nm, in, 2, out, 1, NULL, &err), INGOT_ERR_INPUT);
+    ASSERT_EQ(run(&ig__op_mod, &nf, in, 2, out, 1, NULL, &err), INGOT_ERR_INPUT);
 
-    uint8_t ua[3] = {200, 7, 9}, ub[3] = {100, 0, 4}, uo[3];
+    uint8_t ua[3] = {200, 7, 9}, ub[3] = {100, 8, 4}, uo[3];
     ig_tensor tua = T(INGOT_DTYPE_UINT8, 1, (int64_t[]){3}, ua), tub = T(INGOT_DTYPE_UINT8, 1, (int64_t[]){3}, ub);
     ig_tensor tuo = T(INGOT_DTYPE_UINT8, 1, (int64_t[]){3}, uo);
     const ig_tensor *uin[2] = {&tua, &tub};
@@ -571,7 +576,7 @@ TEST(integer_division_and_mod)
     ASSERT_EQ(uo[0], 44); /* 300 wraps */
     ASSERT_EQ(run(&ig__op_mod, &nm, uin, 2, uout, 1, NULL, &err), INGOT_OK);
     ASSERT_EQ(uo[0], 0);
-    ASSERT_EQ(uo[1], 0);
+    ASSERT_EQ(uo[1], 7);
     ASSERT_EQ(uo[2], 1);
     int64_t big[2] = {INT64_MAX, INT64_MIN}, one[1] = {1}, bo[2];
     ig_tensor tbig = T(INGOT_DTYPE_INT64, 1, (int64_t[]){2}, big), tone = T(INGOT_DTYPE_INT64, 0, NULL, one);

@@ -18,6 +18,8 @@ int ig__cmd_sweep(int argc, char **argv);
 /* Shared helpers of the subcommands */
 /* Parse a positive integer option value; prints an error and returns false on garbage. */
 int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out);
+/* n bytes of random input of dtype t from *seed (malloc'ed; NULL when out of memory). */
+void *ig__cli_random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed);
 /* A byte count: digits with an optional binary suffix K, M, G (KiB, MiB, GiB). */
 int ig__cli_parse_bytes(const char *opt, const char *s, uint64_t *out);
 /* "[batch,3,224,224]" for a tensor info */
@@ -135,5 +137,23 @@ int ig__cli_input_tensor(const ig_cli_target *t, int64_t i, ingot_tensor *out);
 
 /* Print "<cmd>: INGOT_ERR_X: message" for the runtime's last failure. */
 void ig__cli_print_rt_error(const ig_cli_target *t, const char *what);
+
+/* ---- cmd_profile.c, cmd_device.c: what `ingot profile` and `ingot sweep` share (docs/DIAGNOSE.md) ---- */
+struct ig_diag_report;
+struct ig_diag_ceilings;
+typedef struct ig_profile_opts {
+    const char *cmd, *path;
+    int fp16, cpu, cuda, remeasure, quiet;
+    int64_t workspace; /* bytes; -1: the default */
+    int64_t mem_limit; /* bytes the model may have (capacity judged against it); 0: what is free */
+    ig_cli_opt opt;
+    ig_cli_shapes shapes;
+} ig_profile_opts;
+/* Build, run and profile the model once into r (ig__profile_free releases it). Returns 0, 1 on failure
+ * (printed), or 4 when it did not fit in memory (the message in oom, nothing printed). */
+int ig__profile_run(const ig_profile_opts *o, struct ig_diag_report *r, char *oom, size_t n_oom);
+void ig__profile_free(struct ig_diag_report *r);
+/* The GPU's ceilings from the cache or measured now and cached (cmd_device.c); 0 after printing why. */
+int ig__cli_gpu_ceilings(const char *cmd, int remeasure, struct ig_diag_ceilings *c);
 
 #endif

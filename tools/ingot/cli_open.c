@@ -228,7 +228,9 @@ ingot_status ig__cli_input_info(const ig_cli_target *t, int64_t i, ingot_tensor_
     for (int32_t k = 0; k < out->rank; k++) {
         out->dims[k].value = t->eng_dims[i][k];
         out->dims[k].symbol = NULL;
-        out->bytes *= (size_t)t->eng_dims[i][k];
+        /* 0 when the size overflows, as ingot_tensor_info says for sizes it cannot give */
+        if (t->eng_dims[i][k] < 0 || __builtin_mul_overflow(out->bytes, (size_t)t->eng_dims[i][k], &out->bytes))
+            out->bytes = 0;
     }
     return INGOT_OK;
 }
@@ -249,9 +251,9 @@ int ig__cli_input_tensor(const ig_cli_target *t, int64_t i, ingot_tensor *out)
     out->rank = ti.rank;
     size_t bytes = ingot_dtype_size(ti.dtype);
     for (int32_t k = 0; k < ti.rank; k++) {
-        if (ti.dims[k].symbol) return 0;
+        if (ti.dims[k].symbol || ti.dims[k].value < 0) return 0;
         out->dims[k] = ti.dims[k].value;
-        bytes *= (size_t)ti.dims[k].value;
+        if (__builtin_mul_overflow(bytes, (size_t)ti.dims[k].value, &bytes)) return 0; /* never a wrapped size */
     }
     out->bytes = bytes;
     return 1;

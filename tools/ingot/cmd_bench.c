@@ -117,50 +117,6 @@ static void json_lat(const char *key, lat l, int last)
         key, l.min, l.median, l.mean, l.p90, l.p99, l.max, last ? "" : ",");
 }
 
-static uint64_t rng(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Random contents for an input: floats in [-1, 1), integers in [0, 100) (valid token ids), bools. */
-static void *random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed)
-{
-    unsigned char *p = malloc(bytes ? bytes : 1);
-    if (!p) return NULL;
-    size_t es = ingot_dtype_size(t), n = es ? bytes / es : 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = rng(seed);
-        double u = (double)(r >> 11) / 9007199254740992.0;
-        switch (t) {
-        case INGOT_DTYPE_FLOAT: {
-            float f = (float)(2 * u - 1);
-            memcpy(p + 4 * i, &f, 4);
-            break;
-        }
-        case INGOT_DTYPE_DOUBLE: {
-            double f = 2 * u - 1;
-            memcpy(p + 8 * i, &f, 8);
-            break;
-        }
-        case INGOT_DTYPE_BOOL: p[i] = (unsigned char)(r & 1); break;
-        case INGOT_DTYPE_FLOAT16: {
-            uint16_t h = (uint16_t)(0x3800 | (r & 0x3ff));
-            memcpy(p + 2 * i, &h, 2);
-            break;
-        }
-        default: {
-            int64_t v = (int64_t)(u * 100);
-            memcpy(p + es * i, &v, es);
-            break;
-        }
-        }
-    }
-    return p;
-}
-
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -320,7 +276,7 @@ static int bench_cpu(const bench_opts *o, const char *why)
     }
     for (int64_t i = 0; i < n_in; i++) {
         if (!ig__cli_input_tensor(&t, i, &ins[i])) goto out; /* bound concrete above */
-        if (!(ins[i].data = random_bytes(ins[i].dtype, ins[i].bytes, &seed))) goto out;
+        if (!(ins[i].data = ig__cli_random_bytes(ins[i].dtype, ins[i].bytes, &seed))) goto out;
     }
     double f0 = now_ms();
     if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
@@ -446,7 +402,7 @@ static int bench_gpu(const bench_opts *o)
     }
     for (int64_t i = 0; i < n_in; i++) {
         if (!ig__cli_input_tensor(&t, i, &ins[i])) goto out; /* bound concrete above */
-        void *h = random_bytes(ins[i].dtype, ins[i].bytes, &seed);
+        void *h = ig__cli_random_bytes(ins[i].dtype, ins[i].bytes, &seed);
         if (!h) goto out;
         CK(cudaMalloc(&ins[i].data, ins[i].bytes ? ins[i].bytes : 1));
         cudaError_t ce = cudaMemcpy(ins[i].data, h, ins[i].bytes, cudaMemcpyHostToDevice);

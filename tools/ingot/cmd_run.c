@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* --compare tolerances when --rtol / --atol are not given: |got - ref| <= atol + rtol * |ref| */
 #define RTOL_F32  1e-4
@@ -370,6 +371,10 @@ static int parse_args(int argc, char **argv, run_opts *o, ig_cli_target *t, char
             o->random = 1;
         } else if (!strcmp(a, "--threads") && has_value) {
             if (!ig__cli_parse_i64("--threads", argv[++i], 1, &o->threads)) return 2;
+            if (o->threads > 1024) { /* the library's range; an int cast would wrap larger values */
+                fprintf(stderr, "ingot run: --threads expects 1 to 1024, got %" PRId64 "\n", o->threads);
+                return 2;
+            }
             o->given_threads = 1;
         } else if (!strcmp(a, "--device") && has_value) {
             const char *d = argv[++i];
@@ -416,8 +421,62 @@ static void warn_cuda_ignored(const run_opts *o)
                         "context's memory)\n");
 }
 
-/* Write the outputs to o->out_dir: temporary names first, then rename, so a failure leaves no partial set. */
-static int write_outputs(ingot_runtime *rt, ingot_context *c, const run_opts *o, int64_t n_out)
+/* An output's file name and index: sorted by name, then index, duplicates end up next to each other. */
+typedef struct out_file {
+    char name[256];
+    int64_t i;
+} out_file;
+
+static int cmp_out_file(const void *a, const void *b)
+{
+    const out_file *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Every output's file name, checked before anything is written: two outputs that would land in one
+ * file with different names (names that differ only in characters file_name replaces) fail the run
+ * with nothing written; a graph output listed twice is one tensor, written once (skip[i] marks the
+ * later listings). Sorted, so many outputs cost n log n. */
+static int check_file_names(ingot_context *c, int64_t n_out, char *skip)
+{
+    out_file *f = calloc((size_t)n_out + 1, sizeof *f);
+    if (!f) {
+        fprintf(stderr, "ingot run: out of memory\n");
+        return 0;
+    }
+    int ok = 1;
+    for (int64_t i = 0; ok && i < n_out; i++) {
+        ingot_tensor t;
+        if (ingot_context_get_output(c, i, &t) != INGOT_OK) {
+            fprintf(stderr, "ingot run: output %" PRId64 ": %s\n", i, ingot_context_errmsg(c));
+            ok = 0;
+        }
+        file_name(t.name, f[i].name, sizeof f[i].name);
+        f[i].i = i;
+    }
+    if (ok) qsort(f, (size_t)n_out, sizeof *f, cmp_out_file);
+    for (int64_t k = 1; ok && k < n_out; k++) {
+        if (strcmp(f[k - 1].name, f[k].name) != 0) continue;
+        ingot_tensor ta, tb;
+        ingot_context_get_output(c, f[k - 1].i, &ta);
+        ingot_context_get_output(c, f[k].i, &tb);
+        if (!strcmp(ta.name, tb.name)) {
+            skip[f[k].i] = 1; /* the same tensor again: one file */
+            continue;
+        }
+        fprintf(stderr,
+                "ingot run: outputs %" PRId64 " '%s' and %" PRId64 " '%s' would both be written to %s.npy; nothing "
+                "was written\n",
+                f[k - 1].i, ta.name, f[k].i, tb.name, f[k].name);
+        ok = 0;
+    }
+    free(f);
+    return ok;
+}
+
+/* The files themselves: temporary names first, then renamed (skip[i]: output i is written already). */
+static int write_files(ingot_runtime *rt, ingot_context *c, const run_opts *o, int64_t n_out, const char *skip)
 {
     if (mkdir(o->out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "ingot run: cannot create '%s': %s\n", o->out_dir, strerror(errno));
@@ -427,6 +486,7 @@ static int write_outputs(ingot_runtime *rt, ingot_context *c, const run_opts *o,
     for (int pass = 0; pass < 2; pass++) {
         for (int64_t i = 0; i < n_out; i++) {
             ingot_tensor t;
+            if (skip[i]) continue;
             if (ingot_context_get_output(c, i, &t) != INGOT_OK) {
                 fprintf(stderr, "ingot run: output %" PRId64 ": %s\n", i, ingot_context_errmsg(c));
                 return 0;
@@ -452,6 +512,21 @@ static int write_outputs(ingot_runtime *rt, ingot_context *c, const run_opts *o,
         }
     }
     return 1;
+}
+
+/* Write the outputs to o->out_dir: every file name checked first, then temporary names, then rename,
+ * so a failure leaves no partial set. */
+static int write_outputs(ingot_runtime *rt, ingot_context *c, const run_opts *o, int64_t n_out)
+{
+    char *skip = calloc((size_t)n_out + 1, 1);
+    if (!skip || !check_file_names(c, n_out, skip)) {
+        if (!skip) fprintf(stderr, "ingot run: out of memory\n");
+        free(skip);
+        return 0;
+    }
+    int ok = write_files(rt, c, o, n_out, skip);
+    free(skip);
+    return ok;
 }
 
 int ig__cmd_run(int argc, char **argv)
@@ -544,8 +619,24 @@ int ig__cmd_run(int argc, char **argv)
     listed[0] = '\0';
     for (int64_t i = 0; i < n_in; i++) {
         if (from_file[i]) continue;
-        if (!ig__cli_input_tensor(&t, i, &in[i]) || !random_fill(&in[i], &rng)) {
-            fprintf(stderr, "ingot run: cannot make random input '%s'\n", in[i].name ? in[i].name : "");
+        ingot_tensor_info ti;
+        ig__cli_input_info(&t, i, &ti);
+        if (!ig__cli_input_tensor(&t, i, &in[i])) {
+            char s[512];
+            ig__cli_format_shape(&ti, s, sizeof s);
+            fprintf(stderr, "ingot run: cannot make random input '%s' of shape %s: its byte size overflows\n", ti.name,
+                    s);
+            goto out;
+        }
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0 && in[i].bytes / (size_t)page > (size_t)pages) {
+            fprintf(stderr, "ingot run: random input '%s' would be %zu bytes, more than the machine's memory (%zu)\n",
+                    ti.name, in[i].bytes, (size_t)pages * (size_t)page);
+            in[i].data = NULL;
+            goto out;
+        }
+        if (!random_fill(&in[i], &rng)) {
+            fprintf(stderr, "ingot run: out of memory making random input '%s' (%zu bytes)\n", ti.name, in[i].bytes);
             goto out;
         }
         char s[256];

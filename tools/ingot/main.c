@@ -34,6 +34,12 @@ static void usage(FILE *f)
                "  build MODEL.onnx -o OUT.ingot [--cpu] [--fp16] [--shapes ...] [--min/--opt/--max N:DIMS]\n"
                "                                              optimize, plan and tune once; write an engine\n"
                "                                              file that loads in milliseconds\n"
+               "  profile MODEL.onnx [--fp16] [--batch N] [--json] [--html FILE] [--trace FILE] [--cpu]\n"
+               "                                              every step on the roofline: its class, the\n"
+               "                                              cure, the model's bottleneck and memory\n"
+               "  device [--cpu] [--json]                     this machine's measured ceilings (cached)\n"
+               "  sweep MODEL.onnx --batch 1,8,16 [--workspace 0,64M]\n"
+               "                                              throughput, latency, memory, class per batch\n"
                "  version                                     print the version\n"
                "\n"
                "inspect, run, plan and bench take --batch N (the symbolic leading dims) and --shapes\n"
@@ -52,6 +58,43 @@ int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out)
     }
     *out = (int64_t)v;
     return 1;
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Random contents for an input (bench, profile, sweep): floats in [-1, 1), integers in [0, 100) (valid
+ * token ids), bools, halves in [0.5, 1). */
+void *ig__cli_random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed)
+{
+    unsigned char *p = malloc(bytes ? bytes : 1);
+    if (!p) return NULL;
+    size_t es = ingot_dtype_size(t), n = es ? bytes / es : 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rng(seed);
+        double u = (double)(r >> 11) / 9007199254740992.0;
+        if (t == INGOT_DTYPE_FLOAT) {
+            float f = (float)(2 * u - 1);
+            memcpy(p + 4 * i, &f, 4);
+        } else if (t == INGOT_DTYPE_DOUBLE) {
+            double f = 2 * u - 1;
+            memcpy(p + 8 * i, &f, 8);
+        } else if (t == INGOT_DTYPE_BOOL) {
+            p[i] = (unsigned char)(r & 1);
+        } else if (t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16) {
+            uint16_t h = (uint16_t)(t == INGOT_DTYPE_FLOAT16 ? 0x3800 | (r & 0x3ff) : 0x3f00 | (r & 0x7f));
+            memcpy(p + 2 * i, &h, 2);
+        } else {
+            int64_t v = (int64_t)(u * 100);
+            memcpy(p + es * i, &v, es); /* little-endian: the low bytes of v */
+        }
+    }
+    return p;
 }
 
 int ig__cli_parse_bytes(const char *opt, const char *s, uint64_t *out)
@@ -138,6 +181,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return ig__cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return ig__cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "build")) return ig__cmd_build(argc - 1, argv + 1);
+    if (!strcmp(cmd, "profile")) return ig__cmd_profile(argc - 1, argv + 1);
+    if (!strcmp(cmd, "device")) return ig__cmd_device(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweep")) return ig__cmd_sweep(argc - 1, argv + 1);
 #ifndef INGOT_NO_CMD_PLAN
     if (!strcmp(cmd, "plan")) return ig__cmd_plan(argc - 1, argv + 1);
 #endif

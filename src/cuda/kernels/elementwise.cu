@@ -17,6 +17,7 @@
  */
 #include "kernels.h"
 #include "ingot.h"
+#include "ops/pw_math.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,6 +25,12 @@
 
 #define EW_BLOCK    256
 #define EW_MAX_GRID 65536
+
+/* The register programs carry pointwise codes (src/ops/pw.h): the kernel's own list must be its prefix,
+ * and the codes after it (IG_PW_SIN on) are computed by the shared pw_math.h. */
+static_assert((int)IG_EW_CODE_COUNT == (int)IG_PW_SIN && (int)IG_EW_MULADD == (int)IG_PW_MULADD &&
+                  (int)IG_EW_FLOOR == (int)IG_PW_FLOOR && (int)IG_EW_WHERE == (int)IG_PW_WHERE,
+              "the elementwise kernel's codes (kernels.h) must be the first codes of src/ops/pw.h");
 
 /* ---- scalar conversions ---------------------------------------------------------------------- */
 
@@ -252,7 +259,12 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         EW_CASE(IG_EW_OR, (a != 0.f || b != 0.f) ? 1.f : 0.f)
         EW_CASE(IG_EW_WHERE, a != 0.f ? b : z)
         EW_CASE(IG_EW_MULADD, fmaf(a, b, z))
-    default: _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = 0.f;
+    default:
+        if (ig__pw_math_ext(code)) {
+            _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = ig__pw_math_f32(code, p[j], k, k2);
+        } else {
+            _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = 0.f;
+        }
     }
 #undef EW_CASE
 }
@@ -295,6 +307,7 @@ __device__ __forceinline__ long long op_i(int code, long long x, long long y, lo
     case IG_EW_OR: return x != 0 || y != 0;
     case IG_EW_WHERE: return x != 0 ? y : z;
     case IG_EW_MULADD: return (long long)((unsigned long long)x * (unsigned long long)y + (unsigned long long)z);
+    case IG_PW_SIGN: return ig__pw_math_i64(code, x);
     default: return 0;
     }
 }

@@ -231,6 +231,148 @@ int ingot_cuda_attention_supported(const ig_attention_args *a);
 /* Fill bytes with a repeated element value (value as the element's bit pattern in the low bytes). */
 cudaError_t ingot_cuda_fill(void *dst, int64_t n, int32_t esize, uint64_t bits, cudaStream_t s);
 
+/* ---- reductions at bandwidth (reduce.cu): Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp},
+ * GlobalAverage/MaxPool. The problem in canonical form: x's dims ordered by stride, the innermost run
+ * (stride 1, `inner` elements) reduced (rows) or kept (columns); the outer kept and reduced dims in
+ * row-major order with their strides. Canonical output o: rows -- over the outer kept dims; columns --
+ * (outer kept index) * inner + position in the run. ---- */
+enum ig_rdx_kind {
+    IG_RDX_SUM = 0,
+    IG_RDX_MEAN,
+    IG_RDX_MAX,
+    IG_RDX_MIN,
+    IG_RDX_PROD,
+    IG_RDX_L1,
+    IG_RDX_L2,
+    IG_RDX_SUMSQ,
+    IG_RDX_LOGSUM,
+    IG_RDX_LOGSUMEXP,
+};
+#define IG_RDX_MAX_DIMS 6
+typedef struct ig_reduction_args {
+    const void *x;
+    void *y;
+    void *part;               /* split > 1: fp32 partial states [n_out][split][2] (ingot_cuda_reduction_plan) */
+    int32_t x_dtype, y_dtype; /* equal: FLOAT, FLOAT16, BFLOAT16 (fp32 math), INT32, INT64 (int64 math) */
+    int32_t kind;             /* enum ig_rdx_kind */
+    int32_t cols;             /* 0: the innermost run is reduced (rows); 1: it is kept (columns) */
+    int32_t n_keep, n_red;    /* outer kept / reduced dims */
+    int64_t keep[IG_RDX_MAX_DIMS], keep_xs[IG_RDX_MAX_DIMS], keep_ys[IG_RDX_MAX_DIMS];
+    int64_t red[IG_RDX_MAX_DIMS], red_xs[IG_RDX_MAX_DIMS];
+    int64_t inner;       /* length of the innermost run (x stride 1) */
+    int64_t inner_ys;    /* columns: the run's stride in y */
+    int64_t n_out;       /* outputs */
+    int64_t n_red_total; /* elements reduced into each output */
+    /* launch geometry, filled by ingot_cuda_reduction_plan */
+    int32_t vec;   /* elements per 16-byte load (1: scalar loads) */
+    int32_t lanes; /* rows: threads per output (1..32: a sub-warp, 64..1024: a block) */
+    int32_t split; /* blocks sharing one output's elements (> 1: partials, then a finishing kernel) */
+    int64_t chunk; /* elements (rows) or reduced rows (columns) of one split */
+} ig_reduction_args;
+/* Whether the kernel takes this element type and kind. */
+int ingot_cuda_reduction_supported(int dtype, int kind);
+/* Fill a's launch geometry from its problem; returns the bytes of a->part it needs (0: none). Host only. */
+size_t ingot_cuda_reduction_plan(ig_reduction_args *a);
+/* One or two kernels (the second merges the partials when split > 1). */
+cudaError_t ingot_cuda_reduction(const ig_reduction_args *a, cudaStream_t s);
+
+/* ---- Resize / Upsample (resize.cu): nearest, linear, cubic over one or two axes, src/ops/resize.c's
+ * coordinates exactly (taps computed in double into `tab` by a first kernel). The output's dims in its
+ * memory order (the last one stride 1 in y); per dim its size, y stride, and either its x stride
+ * (axis -1: not resized, same size in x) or the resized axis (0, 1) it is. ---- */
+enum ig_rs_mode { IG_RS_NEAREST = 0, IG_RS_LINEAR, IG_RS_CUBIC };
+enum ig_rs_ct {
+    IG_RS_HALF_PIXEL = 0,
+    IG_RS_HALF_PIXEL_SYM,
+    IG_RS_PYTORCH_HALF_PIXEL,
+    IG_RS_ALIGN_CORNERS,
+    IG_RS_ASYMMETRIC,
+    IG_RS_TF_HALF_PIXEL_NN,
+};
+enum ig_rs_nearest {
+    IG_RS_NM_ROUND_PREFER_FLOOR = 0,
+    IG_RS_NM_ROUND_PREFER_CEIL,
+    IG_RS_NM_FLOOR,
+    IG_RS_NM_CEIL,
+    IG_RS_NM_SIMPLE, /* Upsample and Resize-10: floor when upsampling, ceil when downsampling */
+};
+#define IG_RS_MAX_DIMS 6
+typedef struct ig_resize_args {
+    const void *x;
+    void *y;
+    void *tab;     /* taps: ingot_cuda_resize_plan's bytes */
+    int32_t dtype; /* of x and y: FLOAT, FLOAT16, BFLOAT16; nearest: any (bytes copied) */
+    int32_t esize; /* bytes per element */
+    int32_t mode, ct, nearest;
+    int32_t exclude_outside;
+    double cubic_a;
+    int32_t n_axes; /* resized axes: 1 or 2 */
+    int64_t in[2], out[2];
+    double scale[2];    /* the coordinate scale of each (resize.c's plan_dims) */
+    int64_t axis_xs[2]; /* x stride of each */
+    int32_t rank;
+    int64_t dims[IG_RS_MAX_DIMS], ys[IG_RS_MAX_DIMS], xs[IG_RS_MAX_DIMS];
+    int32_t axis[IG_RS_MAX_DIMS];
+    /* filled by ingot_cuda_resize_plan */
+    int32_t taps, inner_axis, n_row_axes, row_axis[2], vec, tx, per_thread;
+    int64_t tab_off[2], inner_ys, rows, grid_x, grid_y;
+} ig_resize_args;
+/* The launch geometry; returns the bytes of the tap table (a->tab). Host only. */
+size_t ingot_cuda_resize_plan(ig_resize_args *a);
+cudaError_t ingot_cuda_resize(const ig_resize_args *a, cudaStream_t s);
+
+/* ---- InstanceNormalization / GroupNormalization (groupnorm.cu): per (n, group of channels)
+ * y = (x - mean) / sqrt(var + eps) * scale[c] + bias[c]; x and y dense, [n][c][s] or channels-last
+ * [n][s][c] (s: spatial elements per channel). ---- */
+typedef struct ig_groupnorm_args {
+    const void *x;
+    void *y;
+    const void *scale, *bias; /* [c] (NULL: 1 and 0) */
+    void *part;               /* partial statistics: ingot_cuda_groupnorm_plan's bytes */
+    void *stats;              /* inside part: (mean, rstd) per (n, group) */
+    int32_t dtype;            /* of x, y: FLOAT, FLOAT16, BFLOAT16 */
+    int32_t wdtype;           /* of scale, bias */
+    int32_t cl;               /* 1: channels-last */
+    int64_t n, c, s, groups;  /* InstanceNormalization: groups = c */
+    float eps;
+    int32_t per_group; /* GroupNormalization before opset 21: scale and bias have one value per group */
+    int32_t split;     /* filled by the plan: blocks sharing one channel's statistics */
+    int64_t chunk;
+} ig_groupnorm_args;
+/* The split; returns the bytes of part (the statistics at offset n * c * split * 16). Host only. */
+size_t ingot_cuda_groupnorm_plan(ig_groupnorm_args *a);
+cudaError_t ingot_cuda_groupnorm(const ig_groupnorm_args *a, cudaStream_t s);
+
+/* ---- index kernels (index.cu): element moves by computed index, and CumSum. Tensors dense. ---- */
+enum ig_ix_op {
+    IG_IX_GATHER_ELEMENTS = 0, /* y[e] = x[e with coordinate `axis` = idx[e]]; dims: y's (= idx's) */
+    IG_IX_SCATTER_ELEMENTS,    /* y[e with coordinate `axis` = idx[e]] = upd[e]; dims: idx's */
+    IG_IX_GATHER_ND,           /* y[row, p] = x[batch(row) * bstride + nd(row) + p]; n = rows * slice */
+    IG_IX_SCATTER_ND,          /* y[nd(row) + p] = upd[row, p] */
+    IG_IX_TRILU,               /* dims [rows, cols] of the last two axes */
+    IG_IX_CUMSUM,              /* dims [outer, len, inner]; n = outer * inner lines */
+};
+#define IG_IX_MAX_RANK 8
+typedef struct ig_index_args {
+    const void *x, *idx, *upd;
+    void *y;
+    int32_t op;        /* enum ig_ix_op */
+    int32_t esize;     /* bytes per element (moves) */
+    int32_t dtype;     /* CumSum: FLOAT, FLOAT16, BFLOAT16, INT32, INT64 */
+    int32_t idx_dtype; /* INT32 or INT64 */
+    int32_t rank, axis;
+    int64_t dims[IG_IX_MAX_RANK];
+    int64_t ts[IG_IX_MAX_RANK]; /* *Elements: strides of x (gather) or y (scatter); *ND: of the indexed dims */
+    int64_t axis_dim;           /* *Elements: the indexed axis's length in x (gather) or y (scatter) */
+    int64_t k;                  /* *ND: indices per row, their dims: */
+    int64_t nd_dims[IG_IX_MAX_RANK];
+    int64_t slice, n_idx, bstride; /* *ND: elements per row; rows per batch; x's batch stride */
+    int64_t n;                     /* threads' work items */
+    int32_t upper, exclusive, reverse;
+    int64_t tk; /* Trilu: the diagonal k */
+} ig_index_args;
+cudaError_t ingot_cuda_index(const ig_index_args *a, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Export one zoo model and compute its ONNX Runtime reference (CPU work; zoo.py runs several at once).
+
+    export.py NAME WORKDIR [--threads N] [--check-batch 2] [--force]
+
+Writes WORKDIR/NAME/:
+  model.onnx        fp32, opset 17, dynamic batch (TorchScript exporter), what `ingot bench` times
+  check.onnx        the same graph with the input of the node making output 0 as one more output (a
+                    random-weight model's logits can be degenerate; the features feeding them are not)
+  inputs/<in>.npy   seeded inputs at the check batch; refs/<out>.npy the ONNX Runtime (CPU, fp32) outputs
+  meta.json         status ("ok" or "error" with the message), inputs, outputs, reference norms, timings
+
+A lock file (WORKDIR/NAME/.lock, holding the exporting pid) lets two zoo processes share a work dir: the
+second waits for the first's meta.json instead of exporting again. Exit status 0 on success, 1 on an
+error (recorded in meta.json), 3 when another live process holds the lock.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+
+META_VERSION = 5  # bump when what an export writes changes: older meta.json files are redone
+OPSET = 17
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def take_lock(d):
+    """True when this process now holds d/.lock (a stale lock of a dead process is taken over)."""
+    path = os.path.join(d, ".lock")
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            return True
+        except FileExistsError:
+            try:
+                pid = int(open(path).read().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and pid_alive(pid):
+                return False
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+    return False
+
+
+def cached_ok(d):
+    try:
+        meta = json.load(open(os.path.join(d, "meta.json")))
+    except (OSError, ValueError):
+        return None
+    if meta.get("version") != META_VERSION or meta.get("status") != "ok":
+        return None
+    if not all(os.path.exists(os.path.join(d, f)) for f in ("model.onnx", "check.onnx")):
+        return None
+    return meta
+
+
+def short_error(e):
+    msg = f"{type(e).__name__}: {e}".strip()
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    return " | ".join(lines[:6])[:800]
+
+
+def numpy_inputs(spec, batch, seed=7):
+    import numpy as np
+
+    from models import TOKENS
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i in spec.inputs:
+        shape = (batch,) + tuple(i.shape)
+        if i.kind == TOKENS:
+            feeds[i.name] = rng.integers(1, min(i.vocab, 1000), size=shape, dtype=np.int64)
+        else:
+            feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def add_check_output(model_path, check_path):
+    """check.onnx: model.onnx plus the input of the node producing output 0 as an output, when that is a
+    float activation. Returns the added tensor's name or None (then check.onnx is a copy)."""
+    import onnx
+
+    m = onnx.load(model_path)
+    inferred = onnx.shape_inference.infer_shapes(m)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in inferred.graph.value_info}
+    inits = {t.name for t in m.graph.initializer}
+    outs = {o.name for o in m.graph.output}
+    graph_inputs = {i.name for i in m.graph.input}
+    out0 = m.graph.output[0].name
+    added = None
+    last = next((n for n in reversed(m.graph.node) if out0 in n.output), None)
+    if last is not None:
+        for cand in last.input:
+            if (cand and cand not in inits and cand not in outs and cand not in graph_inputs
+                    and types.get(cand) == onnx.TensorProto.FLOAT):
+                m.graph.output.append(onnx.helper.make_tensor_value_info(cand, onnx.TensorProto.FLOAT, None))
+                added = cand
+                break
+    onnx.save(m, check_path)
+    return added
+
+
+def export(name, workdir, threads, check_batch):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    import models
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    torch.set_num_threads(threads)
+    spec = models.BY_NAME[name]
+    d = os.path.join(workdir, name)
+    meta = {"version": META_VERSION, "model": name, "source": spec.source, "family": spec.family,
+            "note": spec.note, "batches": list(spec.batches), "channels_last": spec.channels_last,
+            "check_batch": check_batch, "status": "error", "stage": "build", "torch": torch.__version__}
+    t0 = time.time()
+    try:
+        model = models.build(spec)
+        # perturbed norm layers can make a deep network chaotic (EfficientNetV2-S: a 1e-7 change of the
+        # input moves the output by 40%): then no reference means anything; keep the calibrated weights
+        xs = models.example_inputs(spec, check_batch)
+        sens = models.sensitivity(model, xs)
+        meta["weights"] = "perturbed"
+        if not sens < 3e-5:
+            model = models.build(spec, perturb=False)
+            meta["weights"] = f"calibrated only (perturbed: sensitivity {sens:.2g})"
+            sens = models.sensitivity(model, xs)
+        meta["sensitivity"] = sens
+        meta["params"] = sum(p.numel() for p in model.parameters())
+        # the PyTorch timing worker loads these, so it times exactly the weights checked here
+        torch.save(model.state_dict(), os.path.join(d, "weights.pt"))
+        meta["stage"] = "export"
+        in_names = [i.name for i in spec.inputs]
+        with torch.no_grad():
+            y = model(*xs)
+        n_out = len(y) if isinstance(y, (tuple, list)) else 1
+        out_names = ["output"] if n_out == 1 else [f"output_{k}" for k in range(n_out)]
+        dyn = {n: {0: "batch"} for n in in_names + out_names}
+        path = os.path.join(d, "model.onnx")
+        t1 = time.time()
+        # not under no_grad: there nn.MultiheadAttention takes its fused fast path
+        # (aten::_native_multi_head_attention), which has no ONNX export
+        torch.onnx.export(model, tuple(xs), path, input_names=in_names, output_names=out_names,
+                          dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False,
+                          **(spec.export_kwargs or {}))
+        meta["export_s"] = round(time.time() - t1, 2)
+        meta["onnx_MB"] = round(os.path.getsize(path) / 1e6, 1)
+        del model, y
+
+        meta["stage"] = "check model"
+        added = add_check_output(path, os.path.join(d, "check.onnx"))
+        meta["check_extra_output"] = added
+        om = onnx.load(os.path.join(d, "check.onnx"), load_external_data=False)
+        meta["opset"] = max((o.version for o in om.opset_import if o.domain in ("", "ai.onnx")), default=None)
+        meta["nodes"] = len(om.graph.node)
+        meta["ops"] = sorted({n.op_type for n in om.graph.node})
+        del om
+
+        meta["stage"] = "onnx runtime"
+        feeds = numpy_inputs(spec, check_batch)
+        os.makedirs(os.path.join(d, "inputs"), exist_ok=True)
+        os.makedirs(os.path.join(d, "refs"), exist_ok=True)
+        for k, v in feeds.items():
+            np.save(os.path.join(d, "inputs", k + ".npy"), v)
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        t1 = time.time()
+        sess = ort.InferenceSession(os.path.join(d, "check.onnx"), so, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        res = sess.run(None, feeds)
+        meta["ort_s"] = round(time.time() - t1, 2)
+        meta["inputs"] = [{"name": k, "dtype": str(v.dtype), "shape": ["batch"] + list(v.shape[1:])}
+                          for k, v in feeds.items()]
+        refs = []
+        for n, r in zip(names, res):
+            np.save(os.path.join(d, "refs", safe_name(n) + ".npy"), r)
+            info = {"name": n, "file": safe_name(n) + ".npy", "dtype": str(r.dtype), "shape": list(r.shape),
+                    "extra": n == added}
+            if r.dtype.kind == "f":
+                r64 = r.astype(np.float64)
+                finite = bool(np.isfinite(r64).all())
+                info.update(finite=finite, norm=float(np.linalg.norm(r64)) if finite else None,
+                            rms=float(np.sqrt(np.mean(r64 * r64))) if finite and r.size else None,
+                            max_abs=float(np.abs(r64).max()) if finite and r.size else None)
+            refs.append(info)
+        meta["refs"] = refs
+        meta["status"] = "ok"
+        meta["stage"] = "done"
+    except Exception as e:  # noqa: BLE001 -- every failure is a result to report
+        meta["error"] = short_error(e)
+        meta["traceback"] = traceback.format_exc()[-4000:]
+    meta["total_s"] = round(time.time() - t0, 2)
+    write_json(os.path.join(d, "meta.json"), meta)
+    return meta
+
+
+def safe_name(n):
+    """The file name `ingot run --output-dir` uses for an output: [A-Za-z0-9._-] kept, the rest '_'."""
+    return "".join(c if c.isalnum() and c.isascii() or c in "._-" else "_" for c in n)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name")
+    p.add_argument("workdir")
+    p.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) - 1))
+    p.add_argument("--check-batch", type=int, default=2)
+    p.add_argument("--force", action="store_true")
+    a = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    d = os.path.join(a.workdir, a.name)
+    os.makedirs(d, exist_ok=True)
+    if not take_lock(d):
+        print(f"{a.name}: another process is exporting it", file=sys.stderr)
+        return 3
+    try:
+        if not a.force and cached_ok(d):
+            print(f"{a.name}: exported already ({d})")
+            return 0
+        try:
+            os.remove(os.path.join(d, "meta.json"))
+        except FileNotFoundError:
+            pass
+        meta = export(a.name, a.workdir, a.threads, a.check_batch)
+    finally:
+        try:
+            os.remove(os.path.join(d, ".lock"))
+        except FileNotFoundError:
+            pass
+    if meta["status"] == "ok":
+        print(f"{a.name}: exported in {meta['export_s']} s ({meta['onnx_MB']} MB, opset {meta['opset']}), "
+              f"ONNX Runtime {meta['ort_s']} s")
+        return 0
+    print(f"{a.name}: {meta['stage']} failed: {meta['error']}", file=sys.stderr)
+    print(meta.get("traceback", ""), file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+/*
+ * index.cu -- kernels that move elements by computed index: GatherElements, GatherND, ScatterElements and
+ * ScatterND (reduction "none"; the lowering copies the data into the output first), Trilu, and CumSum.
+ *
+ * One thread per element of the iteration space (the output for gathers and Trilu, the updates for
+ * scatters, a line for CumSum), grid-stride, every index and offset in 64 bits. Elements are moved as
+ * raw bytes of their size (exact for every dtype); CumSum adds in fp32 (int64 for integers). Indices are
+ * int32 or int64, negative ones count from the end; one out of range is clamped into the axis (the CPU
+ * backend reports it; a kernel cannot, and must not read or write outside the tensor). With reduction
+ * "none", a repeated index takes one of its updates (ONNX leaves the order undefined).
+ */
+#include "kernels.h"
+#include "ingot.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define IX_BLOCK 256
+
+__device__ __forceinline__ int64_t ix_index(const ig_index_args &a, int64_t i, int64_t dim)
+{
+    int64_t v = a.idx_dtype == INGOT_DTYPE_INT32 ? (int64_t)((const int *)a.idx)[i] : ((const long long *)a.idx)[i];
+    if (v < 0) v += dim;
+    return v < 0 ? 0 : v >= dim ? dim - 1 : v;
+}
+
+/* The offset in the tensor of strides ts of iteration element e (dims a.dims), with axis a.axis's
+ * coordinate replaced by the index at e (the *Elements ops). */
+__device__ __forceinline__ int64_t ix_elements(const ig_index_args &a, int64_t e, const int64_t *ts)
+{
+    int64_t off = 0, rem = e;
+    for (int d = a.rank - 1; d >= 0; d--) {
+        const int64_t c = rem % a.dims[d];
+        rem /= a.dims[d];
+        off += (d == a.axis ? ix_index(a, e, a.axis_dim) : c) * ts[d];
+    }
+    return off;
+}
+
+/* The offset of the k indices of row `row` (the *ND ops) over dims a.nd_dims with strides ts. */
+__device__ __forceinline__ int64_t ix_nd(const ig_index_args &a, int64_t row, const int64_t *ts)
+{
+    int64_t off = 0;
+    for (int j = 0; j < a.k; j++) off += ix_index(a, row * a.k + j, a.nd_dims[j]) * ts[j];
+    return off;
+}
+
+template <typename E> __global__ void __launch_bounds__(IX_BLOCK) ix_move(const ig_index_args a)
+{
+    const E *x = reinterpret_cast<const E *>(a.x);
+    const E *u = reinterpret_cast<const E *>(a.upd);
+    E *y = reinterpret_cast<E *>(a.y);
+    for (int64_t e = (int64_t)blockIdx.x * IX_BLOCK + threadIdx.x; e < a.n; e += (int64_t)gridDim.x * IX_BLOCK) {
+        switch (a.op) {
+        case IG_IX_GATHER_ELEMENTS: y[e] = x[ix_elements(a, e, a.ts)]; break;
+        case IG_IX_SCATTER_ELEMENTS: y[ix_elements(a, e, a.ts)] = u[e]; break;
+        case IG_IX_GATHER_ND: {
+            const int64_t row = e / a.slice, p = e - row * a.slice;
+            y[e] = x[(row / a.n_idx) * a.bstride + ix_nd(a, row, a.ts) + p];
+            break;
+        }
+        case IG_IX_SCATTER_ND: {
+            const int64_t row = e / a.slice, p = e - row * a.slice;
+            y[ix_nd(a, row, a.ts) + p] = u[e];
+            break;
+        }
+        default: { /* Trilu over [mats, rows, cols]: keep j - i >= k (upper) or j - i <= k (lower) */
+            const int64_t j = e % a.dims[1], i = (e / a.dims[1]) % a.dims[0], d = j - i;
+            const bool keep = a.upper ? d >= a.tk : d <= a.tk;
+            y[e] = keep ? x[e] : E(0);
+            break;
+        }
+        }
+    }
+}
+
+template <typename T> struct Acc {
+    typedef float type;
+    static __device__ __forceinline__ float to(T v) { return (float)v; }
+    static __device__ __forceinline__ T from(float v) { return (T)v; }
+};
+template <> struct Acc<__half> {
+    typedef float type;
+    static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+};
+template <> struct Acc<__nv_bfloat16> {
+    typedef float type;
+    static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+};
+template <> struct Acc<int> {
+    typedef long long type;
+    static __device__ __forceinline__ long long to(int v) { return v; }
+    static __device__ __forceinline__ int from(long long v) { return (int)v; }
+};
+template <> struct Acc<long long> {
+    typedef long long type;
+    static __device__ __forceinline__ long long to(long long v) { return v; }
+    static __device__ __forceinline__ long long from(long long v) { return v; }
+};
+
+/* CumSum: a thread per line (outer o, inner i) of dims [outer, len, inner]; neighbouring threads read
+ * neighbouring elements when inner > 1. */
+template <typename T> __global__ void __launch_bounds__(IX_BLOCK) ix_cumsum(const ig_index_args a)
+{
+    const T *x = reinterpret_cast<const T *>(a.x);
+    T *y = reinterpret_cast<T *>(a.y);
+    const int64_t outer = a.dims[0], len = a.dims[1], inner = a.dims[2];
+    for (int64_t l = (int64_t)blockIdx.x * IX_BLOCK + threadIdx.x; l < outer * inner;
+         l += (int64_t)gridDim.x * IX_BLOCK) {
+        const int64_t o = l / inner, i = l - o * inner;
+        typename Acc<T>::type s = 0;
+        for (int64_t q = 0; q < len; q++) {
+            const int64_t j = a.reverse ? len - 1 - q : q, e = (o * len + j) * inner + i;
+            const typename Acc<T>::type v = Acc<T>::to(x[e]);
+            if (!a.exclusive) s += v;
+            y[e] = Acc<T>::from(s);
+            if (a.exclusive) s += v;
+        }
+    }
+}
+
+static unsigned ix_blocks(int64_t n)
+{
+    int64_t b = (n + IX_BLOCK - 1) / IX_BLOCK;
+    return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
+}
+
+extern "C" cudaError_t ingot_cuda_index(const ig_index_args *a, cudaStream_t s)
+{
+    if (a->n <= 0) return cudaSuccess;
+    const unsigned g = ix_blocks(a->n);
+    if (a->op == IG_IX_CUMSUM) {
+        switch (a->dtype) {
+        case INGOT_DTYPE_FLOAT: ix_cumsum<float><<<g, IX_BLOCK, 0, s>>>(*a); break;
+        case INGOT_DTYPE_FLOAT16: ix_cumsum<__half><<<g, IX_BLOCK, 0, s>>>(*a); break;
+        case INGOT_DTYPE_BFLOAT16: ix_cumsum<__nv_bfloat16><<<g, IX_BLOCK, 0, s>>>(*a); break;
+        case INGOT_DTYPE_INT32: ix_cumsum<int><<<g, IX_BLOCK, 0, s>>>(*a); break;
+        case INGOT_DTYPE_INT64: ix_cumsum<long long><<<g, IX_BLOCK, 0, s>>>(*a); break;
+        default: return cudaErrorInvalidValue;
+        }
+        return cudaGetLastError();
+    }
+    switch (a->esize) {
+    case 1: ix_move<uint8_t><<<g, IX_BLOCK, 0, s>>>(*a); break;
+    case 2: ix_move<uint16_t><<<g, IX_BLOCK, 0, s>>>(*a); break;
+    case 4: ix_move<uint32_t><<<g, IX_BLOCK, 0, s>>>(*a); break;
+    case 8: ix_move<unsigned long long><<<g, IX_BLOCK, 0, s>>>(*a); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
