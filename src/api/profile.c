@@ -159,7 +159,9 @@ ingot_status ingot_context_profile_steps(ingot_context *c, const ingot_tensor *i
 
 /* ---- memory accounts -------------------------------------------------------------------------------- */
 
+#ifdef INGOT_HAVE_CUDA
 static size_t sub0(size_t a, size_t b) { return a > b ? a - b : 0; }
+#endif
 
 ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_accounts *out)
 {
