@@ -300,7 +300,9 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
         st = IG_CU(err, label, cudaEventCreate(&e1));
     for (int i = 0; i < n_cand && st == INGOT_OK; i++) {
         float ms;
-        if ((st = time_cand(L, s, &cand[i], ptrs, ws, ws_bytes, stream, e0, e1, &ms, label, err)) == INGOT_OK &&
+        /* timed with the workspace it will run with (its own), not the tuning buffer: the library may
+         * pick another kernel when it is handed more */
+        if ((st = time_cand(L, s, &cand[i], ptrs, ws, cand[i].ws, stream, e0, e1, &ms, label, err)) == INGOT_OK &&
             ms < best) {
             best = ms;
             best_i = i;
@@ -316,7 +318,7 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     }
     if ((st = IG_CUDNN(err, label, cudnnSetConvolutionMathType(c->conv, c->math))) != INGOT_OK) return st;
     /* the chosen (or heuristic) algorithm must run */
-    if ((st = IG_CUDNN(err, label, conv_call(L, s, c->algo, ptrs, ws, ws_bytes))) != INGOT_OK) return st;
+    if ((st = IG_CUDNN(err, label, conv_call(L, s, c->algo, ptrs, ws, c->ws))) != INGOT_OK) return st;
     c->tuned = true;
     return IG_CU(err, label, cudaStreamSynchronize(stream));
 }
@@ -343,7 +345,7 @@ ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice,
                     CUDNN_STATUS_SUCCESS &&
                 need <= ws_bytes && need <= c->ws_plan;
     /* and it runs (one call, as tuning checks its winner) */
-    if (fits && conv_call(L, s, algo, ptrs, ws, ws_bytes) == CUDNN_STATUS_SUCCESS) {
+    if (fits && conv_call(L, s, algo, ptrs, ws, need) == CUDNN_STATUS_SUCCESS) {
         c->algo = algo;
         c->math = (cudnnMathType_t)k.math;
         c->ws = need;
