@@ -196,9 +196,18 @@ static ingot_status finish(sbuf *b, ingot_runtime *rt, const char *what, char **
     return INGOT_OK;
 }
 
+/* out NULL: INGOT_ERR_INVALID_ARG with a message on the runtime */
+static ingot_status null_out(ingot_runtime *rt, const char *call)
+{
+    ig_err err = {0};
+    ig__errf(&err, INGOT_ERR_INVALID_ARG, "%s: out is NULL", call);
+    return ig__api_fail(rt, &err);
+}
+
 ingot_status ingot_model_describe_json(const ingot_model *m, char **out)
 {
-    if (!m || !out) return INGOT_ERR_INVALID_ARG;
+    if (!m) return INGOT_ERR_INVALID_ARG;
+    if (!out) return null_out(m->rt, "ingot_model_describe_json");
     *out = NULL;
     const ig_graph *g = &m->g;
     ingot_model_info mi;
@@ -221,7 +230,8 @@ ingot_status ingot_model_describe_json(const ingot_model *m, char **out)
 
 ingot_status ingot_engine_describe_json(const ingot_engine *e, char **out)
 {
-    if (!e || !out) return INGOT_ERR_INVALID_ARG;
+    if (!e) return INGOT_ERR_INVALID_ARG;
+    if (!out) return null_out(e->rt, "ingot_engine_describe_json");
     *out = NULL;
     const ig_graph *g = ig__engine_graph(e);
     if (!g) g = &e->graph; /* not inferred at concrete shapes: the declared ones */

@@ -482,6 +482,40 @@ TEST(context_queries_misuse)
     free(mb.p);
 }
 
+TEST(engine_queries_name_their_null_argument)
+{
+    wb mb = relu_model();
+    fixture f;
+    ASSERT(open_fixture(&f, &mb));
+    ingot_tensor_info ti;
+    int32_t rank;
+    int64_t dims[INGOT_MAX_RANK];
+    char *json = NULL;
+    stale_message(f.rt);
+    ASSERT_EQ(ingot_engine_input_info(f.e, 0, NULL), INGOT_ERR_INVALID_ARG);
+    ASSERT_FRESH(f.rt, INGOT_ERR_INVALID_ARG, "ingot_engine_input_info: out is NULL");
+    stale_message(f.rt);
+    ASSERT_EQ(ingot_engine_output_info(f.e, 7, &ti), INGOT_ERR_INVALID_ARG);
+    ASSERT_FRESH(f.rt, INGOT_ERR_INVALID_ARG, "ingot_engine_output_info: index 7 is outside [0, 1)");
+    stale_message(f.rt);
+    ASSERT_EQ(ingot_engine_input_default_shape(f.e, 0, NULL, dims), INGOT_ERR_INVALID_ARG);
+    ASSERT_FRESH(f.rt, INGOT_ERR_INVALID_ARG, "rank is NULL");
+    stale_message(f.rt);
+    ASSERT_EQ(ingot_engine_input_default_shape(f.e, -1, &rank, dims), INGOT_ERR_INVALID_ARG);
+    ASSERT_FRESH(f.rt, INGOT_ERR_INVALID_ARG, "index -1 is outside");
+    stale_message(f.rt);
+    ASSERT_EQ(ingot_engine_describe_json(f.e, NULL), INGOT_ERR_INVALID_ARG);
+    ASSERT_FRESH(f.rt, INGOT_ERR_INVALID_ARG, "ingot_engine_describe_json: out is NULL");
+    stale_message(f.rt);
+    ASSERT_EQ(ingot_model_describe_json(f.m, NULL), INGOT_ERR_INVALID_ARG);
+    ASSERT_FRESH(f.rt, INGOT_ERR_INVALID_ARG, "ingot_model_describe_json: out is NULL");
+    ASSERT_EQ(ingot_engine_input_info(NULL, 0, &ti), INGOT_ERR_INVALID_ARG);
+    ASSERT_EQ(ingot_engine_describe_json(NULL, &json), INGOT_ERR_INVALID_ARG);
+    ASSERT(json == NULL);
+    close_fixture(&f);
+    free(mb.p);
+}
+
 /* ---- tensor files ------------------------------------------------------------------------------ */
 
 TEST(tensor_files_misuse)
@@ -875,7 +909,8 @@ TEST_MAIN(RUN(runtime_create_and_errmsg); RUN(load_buffer_null_data_with_size); 
           RUN(special_files_as_model); RUN(model_queries_name_their_null_argument);
           RUN(set_input_shape_rank_before_dims); RUN(set_batch_misuse); RUN(build_options_out_of_range);
           RUN(profiles_misuse); RUN(context_create_misuse); RUN(run_rank_before_dims); RUN(run_element_count_overflow);
-          RUN(run_input_given_twice); RUN(context_queries_misuse); RUN(tensor_files_misuse);
-          RUN(tensor_file_larger_than_memory); RUN(two_hundred_thousand_attributes); RUN(fifty_thousand_inputs);
-          RUN(hundred_thousand_nodes_planned_and_checked); RUN(plan_check_catches_a_bad_in_place_write);
-          RUN(integer_division_by_zero_is_a_run_error); RUN(resize_run_time_roi_out_of_range))
+          RUN(run_input_given_twice); RUN(context_queries_misuse); RUN(engine_queries_name_their_null_argument);
+          RUN(tensor_files_misuse); RUN(tensor_file_larger_than_memory); RUN(two_hundred_thousand_attributes);
+          RUN(fifty_thousand_inputs); RUN(hundred_thousand_nodes_planned_and_checked);
+          RUN(plan_check_catches_a_bad_in_place_write); RUN(integer_division_by_zero_is_a_run_error);
+          RUN(resize_run_time_roi_out_of_range))
