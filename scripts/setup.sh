@@ -41,9 +41,10 @@ if command -v clang >/dev/null; then
   [ -f "$rt" ] || need_apt+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
 fi
 [ ${#need_apt[@]} -eq 0 ] || apt_install "${need_apt[@]}"
-# Chromium renders the diagnostics report in CI (tests/report/); without it that check skips with a
-# message, so a failed install only warns
-if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+# Chromium renders the diagnostics report in CI (tests/report/); scripts/test.sh asks for it
+# (INGOT_SETUP_BROWSER=1), the demo does not. Without it that check skips with a message, so a failed
+# install only warns
+if [ "${INGOT_SETUP_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   echo "setup: installing chromium (apt-get; for tests/report's headless rendering)"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -9,7 +9,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-"$here/scripts/setup.sh" || { echo "test: scripts/setup.sh failed: nothing was tested" >&2; exit 1; }
+INGOT_SETUP_BROWSER=1 "$here/scripts/setup.sh" || { echo "test: scripts/setup.sh failed: nothing was tested" >&2; exit 1; }
 # Python tools (the fuzz seeds, the malformed corpus, run_all's checks) run in setup.sh's venv
 venv=${INGOT_VENV:-$here/.venv}
 export VIRTUAL_ENV=$venv PATH=$venv/bin:$PATH
