@@ -671,7 +671,8 @@ static ingot_status choose_algorithms(ig_cuda_ctx *c, instance *in, ig_err *err)
         if (c->inst[i]->arena_need > need) need = c->inst[i]->arena_need;
     size_t slack = c->arena_bytes / 16 > ((size_t)4 << 20) ? c->arena_bytes / 16 : ((size_t)4 << 20);
     if ((st = make_consts(in, err)) != INGOT_OK) return st;
-    if (c->arena_bytes > need + slack)
+    /* under --mem-limit the allocation itself must fit, slack or not */
+    if (c->arena_bytes > need + slack || (lim && w + c->arena_bytes > lim))
         st = resize_arena(c, in, need, err);
     else
         st = ensure_arena(c, in, err);
