@@ -9,6 +9,8 @@
  * handling is reached too (paths escaping it must be refused like any other).
  */
 #define _XOPEN_SOURCE 700
+#include "fuzz_util.h" /* first: it sets the POSIX level */
+
 #include "ingot.h"
 
 #include <stdint.h>
@@ -29,14 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     if (ingot_runtime_create(&rt) != INGOT_OK) abort();
     ingot_log_set(NULL, NULL);
-    snprintf(base_dir, sizeof base_dir, "/tmp/ingot_fuzz_XXXXXX");
-    if (!mkdtemp(base_dir)) abort();
-    char p[128];
-    snprintf(p, sizeof p, "%s/w.bin", base_dir);
-    FILE *f = fopen(p, "wb");
-    if (!f) abort();
-    for (int i = 0; i < 4096; i++) fputc(i & 0xff, f);
-    fclose(f);
+    fuzz_make_base_dir(base_dir, sizeof base_dir, "/tmp/ingot_fuzz_XXXXXX");
     return 0;
 }
 

@@ -5,6 +5,8 @@
  * inference too; this one keeps the search on the reader when inference bugs would stop fuzz_load.
  */
 #define _XOPEN_SOURCE 700
+#include "fuzz_util.h" /* first: it sets the POSIX level */
+
 #include "onnx/onnx.h"
 
 #include <stdio.h>
@@ -21,14 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    snprintf(base_dir, sizeof base_dir, "/tmp/ingot_fuzz_reader_XXXXXX");
-    if (!mkdtemp(base_dir)) abort();
-    char p[128];
-    snprintf(p, sizeof p, "%s/w.bin", base_dir);
-    FILE *f = fopen(p, "wb");
-    if (!f) abort();
-    for (int i = 0; i < 4096; i++) fputc(i & 0xff, f);
-    fclose(f);
+    fuzz_make_base_dir(base_dir, sizeof base_dir, "/tmp/ingot_fuzz_reader_XXXXXX");
     return 0;
 }
 

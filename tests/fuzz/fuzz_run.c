@@ -14,6 +14,8 @@
  * crash. Each failure must carry a message. Seeds: tests/fuzz/gen_seeds.py (run/ and load/).
  */
 #define _XOPEN_SOURCE 700
+#include "fuzz_util.h" /* first: it sets the POSIX level */
+
 #include "core/core.h"
 #include "ingot.h"
 
@@ -43,14 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (ingot_runtime_create(&rt) != INGOT_OK) abort();
     ingot_log_set(NULL, NULL);
     ig__alloc_set_limit(MAX_ALLOC);
-    snprintf(base_dir, sizeof base_dir, "/tmp/ingot_fuzz_run_XXXXXX");
-    if (!mkdtemp(base_dir)) abort();
-    char p[128];
-    snprintf(p, sizeof p, "%s/w.bin", base_dir);
-    FILE *f = fopen(p, "wb");
-    if (!f) abort();
-    for (int i = 0; i < 4096; i++) fputc(i & 0xff, f);
-    fclose(f);
+    fuzz_make_base_dir(base_dir, sizeof base_dir, "/tmp/ingot_fuzz_run_XXXXXX");
     return 0;
 }
 
@@ -133,16 +128,7 @@ static void run_once(ingot_engine *e, uint64_t seed)
         if (!ingot_runtime_errmsg(rt)[0]) abort();
         goto out;
     }
-    if (ingot_context_run(c, in, n) == INGOT_OK) {
-        ingot_tensor o;
-        for (int64_t k = 0; ingot_context_get_output(c, k, &o) == INGOT_OK; k++) {
-            volatile uint8_t sink = 0;
-            for (size_t b = 0; b < o.bytes; b += 64) sink ^= ((const uint8_t *)o.data)[b];
-            (void)sink;
-        }
-    } else if (!ingot_context_errmsg(c)[0]) {
-        abort(); /* every failure carries a message */
-    }
+    fuzz_run_and_read(c, in, n);
     ingot_context_destroy(c);
 out:
     for (int k = 0; k < n; k++) free(bufs[k]);

@@ -15,6 +15,7 @@
  *  - leak check: after destroying everything, free device memory is back to its level before
  * A DIR whose name starts with "unsupported_" must fail to build with INGOT_ERR_MODEL_UNSUPPORTED_OP.
  */
+#include "gpu_check.h"
 #include "ingot.h"
 #include "ingot_cuda.h"
 
@@ -24,20 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_pass, n_fail;
 static bool graphs_off; /* INGOT_CUDA_GRAPHS=0: the graph checks do not apply */
-
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (cond)                                \
-            n_pass++;                            \
-        else                                     \
-            n_fail++;                            \
-        printf("%s ", (cond) ? "PASS" : "FAIL"); \
-        printf(__VA_ARGS__);                     \
-        printf("\n");                            \
-        fflush(stdout);                          \
-    } while (0)
 
 typedef struct cmp {
     double rel, cos, maxe;

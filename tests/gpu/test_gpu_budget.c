@@ -18,6 +18,7 @@
  * One PASS/FAIL line per check with the figures; exit status 1 on any failure.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "core/core.h"
 #include "ingot.h"
 #include "ingot_cuda.h"
 
@@ -43,30 +44,6 @@ static void verdict(int ok, const char *what, const char *fmt, const char *detai
 {
     printf("%s %s: %s%s\n", ok ? "PASS" : "FAIL", what, fmt, detail ? detail : "");
     if (!ok) failures++;
-}
-
-static float half_to_float(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023u, f;
-    if (e == 0) {
-        if (!m) {
-            f = s;
-        } else { /* subnormal */
-            e = 113;
-            while (!(m & 1024u)) {
-                m <<= 1;
-                e--;
-            }
-            f = s | (e << 23) | ((m & 1023u) << 13);
-        }
-    } else if (e == 31) {
-        f = s | 0x7f800000u | (m << 13);
-    } else {
-        f = s | ((e + 112) << 23) | (m << 13);
-    }
-    float x;
-    memcpy(&x, &f, sizeof x);
-    return x;
 }
 
 /* Build with bo, make one context, run the engine's default shapes on deterministic inputs. */
@@ -121,7 +98,7 @@ static void build_run(ingot_runtime *rt, const char *path, int64_t batch, const 
         r->n[j] = (int64_t)(o.bytes / es);
         r->out[j] = malloc(sizeof(float) * (size_t)(r->n[j] + 1));
         for (int64_t k = 0; k < r->n[j]; k++)
-            r->out[j][k] = o.dtype == INGOT_DTYPE_FLOAT16 ? half_to_float(((const uint16_t *)o.data)[k])
+            r->out[j][k] = o.dtype == INGOT_DTYPE_FLOAT16 ? ig__f16_to_f32(((const uint16_t *)o.data)[k])
                            : o.dtype == INGOT_DTYPE_FLOAT ? ((const float *)o.data)[k]
                                                           : 0.f;
     }

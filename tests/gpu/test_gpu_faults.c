@@ -25,6 +25,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cuda/cuda_internal.h"
 #include "cuda/fault.h"
+#include "gpu_check.h"
 #include "ingot.h"
 #include "ingot_cuda.h"
 
@@ -40,27 +41,7 @@
 #define N_RUNS   3
 #define MAX_PICK 4096
 
-static int n_pass, n_fail;
 static bool verbose;
-
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (cond)                                \
-            n_pass++;                            \
-        else                                     \
-            n_fail++;                            \
-        printf("%s ", (cond) ? "PASS" : "FAIL"); \
-        printf(__VA_ARGS__);                     \
-        printf("\n");                            \
-        fflush(stdout);                          \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 typedef struct env {
     ingot_runtime *rt;

@@ -19,6 +19,7 @@
  *       at its default shapes (--batch binds the symbolic batch). Default: 1,000,000 runs in 300 s.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "gpu_check.h"
 #include "ingot.h"
 #include "ingot_cuda.h"
 
@@ -36,27 +37,6 @@
 #define MAX_IO      16
 #define MAX_THREADS 16
 #define MAX_WINDOWS 100
-
-static int n_pass, n_fail;
-
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (cond)                                \
-            n_pass++;                            \
-        else                                     \
-            n_fail++;                            \
-        printf("%s ", (cond) ? "PASS" : "FAIL"); \
-        printf(__VA_ARGS__);                     \
-        printf("\n");                            \
-        fflush(stdout);                          \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static long long rss_bytes(void)
 {
