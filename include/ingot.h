@@ -522,6 +522,8 @@ typedef struct ingot_step_profile {
     double bytes_workspace; /* planned scratch (0 where none or unknown) */
     ingot_dtype math_dtype; /* precision of its arithmetic: FLOAT, FLOAT16 */
     size_t live_bytes;      /* activation bytes live while it runs */
+    char algo[48];          /* CUDA: the library algorithm it runs ("cuDNN implicit_precomp_gemm, 1.2 MB" with its
+                               workspace; cuBLASLt's id, tile and stages), "" for ingot's own kernels */
 } ingot_step_profile;
 
 /* Run one inference of a CPU context with every step timed (the same kernels and outputs as
@@ -533,8 +535,8 @@ INGOT_API ingot_status ingot_context_profile_steps(ingot_context *c, const ingot
 
 /* Where the memory of a context goes, every account apart. The library's own accounts are exact (the
  * plan's and the allocations' sizes); on a CUDA context free and total are cudaMemGetInfo's now, and
- * unattributed is the rest of the device's used memory: the CUDA context, library handles, CUDA Graph
- * objects, loaded kernels and other processes (`ingot profile` splits it by measuring around each). On a
+ * unattributed is the rest of the device's used memory: the CUDA context, library handles, loaded kernels
+ * and other processes (`ingot profile` splits it by measuring around each). On a
  * CPU context free and total are the host's physical memory (available and installed). */
 typedef struct ingot_memory_accounts {
     uint32_t struct_size;          /* sizeof(ingot_memory_accounts), set by the caller */
@@ -552,6 +554,8 @@ typedef struct ingot_memory_accounts {
                                       weights + arena (unless the caller's) + staging */
     size_t unattributed;           /* used memory none of the above explains (see above) */
     size_t free_bytes, total_bytes;
+    size_t graph_objects; /* CUDA: the current shape's executable CUDA Graph (the driver's memory,
+                             measured at instantiation; not in library_live, not in unattributed) */
 } ingot_memory_accounts;
 
 /* The accounts of c for the shapes it last ran (or, on CUDA, prepared). Errors on the context. */

@@ -71,6 +71,8 @@ typedef struct ingot_cuda_stats {
     int32_t graph_captured;   /* the current shape replays a CUDA Graph */
     int64_t graph_updates;    /* kernel-node updates made for new input/output pointers */
     int64_t graph_captures;   /* graphs captured and instantiated */
+    size_t graph_bytes;       /* device memory the current shape's executable graph took (free memory
+                                 before and after instantiation and upload; the driver's, not ingot's) */
     char graph_fallback[256]; /* why the current shape runs without a graph ("" when it does not) */
     double prepare_ms;        /* preparing the current shape: lowering, plan, tuning */
     double tune_ms;           /* of which timing cuDNN/cuBLASLt algorithms */

@@ -340,6 +340,7 @@ ingot_status ingot_cuda_context_get_stats(const ingot_context *c, ingot_cuda_sta
     out->graph_captured = s.graph_captured;
     out->graph_updates = s.graph_updates;
     out->graph_captures = s.graph_captures;
+    out->graph_bytes = s.graph_bytes;
     memcpy(out->graph_fallback, s.graph_fallback, sizeof out->graph_fallback);
     out->prepare_ms = s.prepare_ms;
     out->tune_ms = s.tune_ms;

@@ -204,7 +204,8 @@ ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_
             return fail(c, INGOT_ERR_CUDA, "cudaMemGetInfo failed: the device is not usable");
         out->free_bytes = fr;
         out->total_bytes = tot;
-        out->unattributed = sub0(sub0(tot, fr), out->library_live);
+        out->graph_objects = s.graph_bytes;
+        out->unattributed = sub0(sub0(sub0(tot, fr), out->library_live), out->graph_objects);
         return INGOT_OK;
     }
 #endif
@@ -256,13 +257,20 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
     ig__cuda_ctx_stats(c->cuda, &s);
     int64_t cap = s.n_steps + 1;
     char(*labels)[96] = ig__calloc((size_t)cap, sizeof *labels);
+    char(*algos)[IG_CU_ALGO_DESC] = ig__calloc((size_t)cap, sizeof *algos);
     double *ms = ig__calloc((size_t)cap, sizeof *ms);
     ig_cuda_step_cost *costs = NULL;
     int64_t n_costs = 0;
     int32_t *cnt = NULL;
     ingot_status st = INGOT_OK;
-    if (!labels || !ms) {
+    if (!labels || !ms || !algos) {
         st = fail(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        goto out;
+    }
+    ig_err aerr = {0};
+    if (ig__cuda_ctx_step_algos(c->cuda, algos, cap, &aerr) < 0) {
+        ig__api_ctx_fail(c, &aerr);
+        st = aerr.status;
         goto out;
     }
     int64_t n = ingot_cuda_context_profile(c, inputs, n_inputs, outputs, n_outputs, stream, cap, labels, ms);
@@ -329,11 +337,13 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
         p->bytes_written = x->bytes_written;
         p->math_dtype = fp16 && gemm_kind(x->kind) ? INGOT_DTYPE_FLOAT16 : INGOT_DTYPE_FLOAT;
         p->live_bytes = x->live_bytes;
+        snprintf(p->algo, sizeof p->algo, "%s", algos[k]);
     }
     *n_steps = n;
 out:
     ig__free(cnt);
     ig__free(costs);
+    ig__free(algos);
     ig__free(labels);
     ig__free(ms);
     return st;

@@ -54,9 +54,15 @@ static const char *algo_name(cudnnConvolutionFwdAlgo_t a)
     }
 }
 
-const char *ig__cu_conv_algo_name(const ig_cu_step *s)
+void ig__cu_conv_describe(const ig_cu_step *s, char *buf, size_t n)
 {
-    return s->u.conv.prep && s->u.conv.prep->tuned ? algo_name(s->u.conv.prep->algo) : "untuned";
+    const struct ig_cu_conv_prep *c = s->u.conv.prep;
+    if (!c) {
+        snprintf(buf, n, "cuDNN (not prepared)");
+        return;
+    }
+    snprintf(buf, n, "cuDNN %s%s, %.1f MB", algo_name(c->algo), c->math == CUDNN_FMA_MATH ? " fma" : "",
+             (double)c->ws / 1e6);
 }
 
 /* A 4-D descriptor from a view: the packed channels-last and row-major forms by name (so cuDNN takes

@@ -105,12 +105,17 @@ typedef struct ig_cuda_stats {
     int32_t graph_captured;   /* the current instance replays a CUDA Graph */
     int64_t graph_updates;    /* kernel-node parameter updates (pointer changes) */
     int64_t graph_captures;   /* captures + instantiations made */
+    size_t graph_bytes;       /* device memory the current instance's executable graph took */
     char graph_fallback[256]; /* why the current instance runs without a graph ("" if it does) */
     double prepare_ms;        /* last instance preparation (lowering, plan, tuning) */
     double tune_ms;           /* of which algorithm timing */
 } ig_cuda_stats;
 
 void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out);
+/* The algorithm of each step of the current instance (cuDNN's or cuBLASLt's, "" for ingot's own kernels),
+ * up to max; returns the count, -1 on error. */
+#define IG_CU_ALGO_DESC 48
+int64_t ig__cuda_ctx_step_algos(ig_cuda_ctx *c, char (*algo)[IG_CU_ALGO_DESC], int64_t max, ig_err *err);
 /* Library-made device allocations so far (all contexts and engines of the process). */
 void ig__cuda_alloc_counts(uint64_t *n_malloc, uint64_t *n_free, uint64_t *live_bytes);
 /* A per-step timing profile of the current instance (stream execution with events): writes up to

@@ -322,7 +322,9 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
 ingot_status ig__cu_conv_run(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, cudaStream_t stream,
                              const char *label, ig_err *err);
 void ig__cu_conv_release(ig_cu_step *s);
-const char *ig__cu_conv_algo_name(const ig_cu_step *s);
+/* The algorithm a step runs, for profiles and sweeps: "cuDNN implicit_precomp_gemm, 1.2 MB" (its workspace). */
+void ig__cu_conv_describe(const ig_cu_step *s, char *buf, size_t n);
+void ig__cu_gemm_describe(const ig_cu_step *s, char *buf, size_t n);
 /* The chosen algorithm's workspace becomes the step's (runs pass no more); returns it. */
 size_t ig__cu_conv_commit_ws(ig_cu_step *s);
 size_t ig__cu_gemm_commit_ws(ig_cu_step *s);

@@ -51,6 +51,7 @@ typedef struct instance {
     cudaGraphExec_t exec;
     cudaGraph_t graph;
     bool captured, capture_failed;
+    size_t graph_bytes; /* device memory the executable graph took (cudaMemGetInfo around it) */
     char fallback[256];
     cudaGraphNode_t *io_node; /* [n_steps] kernel node of each io_patch step */
     const void **baked;       /* [n_tensors] pointers baked into the graph for the io tensors */
@@ -1039,7 +1040,16 @@ static ingot_status capture(ig_cuda_ctx *c, instance *in, ig_err *err)
         cudaError_t e2 = cudaStreamEndCapture(c->stream, &graph);
         if (st == INGOT_OK) st = IG_CU(&cerr, NULL, e2);
     }
+    /* The executable graph's device memory is the CUDA driver's, not an ingot allocation: measured as
+     * the free memory it takes at instantiation and upload (another thread allocating meanwhile would
+     * blur the figure; the capture happens once per shape). */
+    size_t free0 = 0, free1 = 0, total = 0;
+    bool measured = st == INGOT_OK && cudaMemGetInfo(&free0, &total) == cudaSuccess;
     if (st == INGOT_OK) st = IG_CU(&cerr, NULL, cudaGraphInstantiate(&in->exec, graph, 0));
+    if (st == INGOT_OK) st = IG_CU(&cerr, NULL, cudaGraphUpload(in->exec, c->stream));
+    if (st == INGOT_OK && measured) st = IG_CU(&cerr, NULL, cudaStreamSynchronize(c->stream));
+    if (st == INGOT_OK && measured && cudaMemGetInfo(&free1, &total) == cudaSuccess)
+        in->graph_bytes = free0 > free1 ? free0 - free1 : 0;
     if (st != INGOT_OK) {
         if (graph) cudaGraphDestroy(graph);
         in->exec = NULL;
@@ -1209,6 +1219,7 @@ void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out)
     out->n_steps = in->prog.n_steps;
     out->n_nodes_fused = in->prog.n_fused;
     out->graph_captured = in->captured;
+    out->graph_bytes = in->captured ? in->graph_bytes : 0;
     snprintf(out->graph_fallback, sizeof out->graph_fallback, "%s", in->fallback);
     out->prepare_ms = in->prepare_ms;
     out->tune_ms = in->tune_ms;
@@ -1222,6 +1233,23 @@ const char *ig__cu_step_kind_name(int kind)
 #undef IG_CU_X_
     };
     return kind >= 0 && kind < IG_ST_KIND_COUNT ? names[kind] : "?";
+}
+
+int64_t ig__cuda_ctx_step_algos(ig_cuda_ctx *c, char (*algo)[IG_CU_ALGO_DESC], int64_t max, ig_err *err)
+{
+    instance *in = current(c, err);
+    if (!in) return -1;
+    const ig_cu_prog *p = &in->prog;
+    int64_t n = p->n_steps < max ? p->n_steps : max;
+    for (int64_t k = 0; k < n; k++) {
+        const ig_cu_step *s = &p->steps[k];
+        algo[k][0] = '\0';
+        if (s->kind == IG_ST_CONV)
+            ig__cu_conv_describe(s, algo[k], IG_CU_ALGO_DESC);
+        else if (s->kind == IG_ST_GEMM)
+            ig__cu_gemm_describe(s, algo[k], IG_CU_ALGO_DESC);
+    }
+    return n;
 }
 
 int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream, int64_t max,

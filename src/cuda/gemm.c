@@ -37,6 +37,31 @@ static cudaDataType_t cuda_type(ingot_dtype t)
     }
 }
 
+/* cuBLASLt's own identity of the chosen algorithm: its id, tile and stages (what changes when the
+ * workspace budget does), and the workspace it takes. */
+void ig__cu_gemm_describe(const ig_cu_step *s, char *buf, size_t n)
+{
+    const struct ig_cu_gemm_prep *g = s->u.gemm.prep;
+    if (!g) {
+        snprintf(buf, n, "cuBLASLt (not prepared)");
+        return;
+    }
+    int id = -1;
+    uint32_t tile = 0, stages = 0;
+    size_t got = 0;
+    bool ok = cublasLtMatmulAlgoConfigGetAttribute(&g->algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulAlgoConfigGetAttribute(&g->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &got) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulAlgoConfigGetAttribute(&g->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages,
+                                                   &got) == CUBLAS_STATUS_SUCCESS;
+    if (ok)
+        snprintf(buf, n, "cuBLASLt algo %d tile %u stages %u, %.1f MB", id, (unsigned)tile, (unsigned)stages,
+                 (double)g->ws / 1e6);
+    else
+        snprintf(buf, n, "cuBLASLt, %.1f MB", (double)g->ws / 1e6);
+}
+
 void ig__cu_gemm_release(ig_cu_step *s)
 {
     struct ig_cu_gemm_prep *g = s->u.gemm.prep;

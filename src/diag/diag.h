@@ -90,8 +90,10 @@ typedef struct ig_diag_memory {
     bool have;
     double cuda_context;    /* the CUDA context (and the runtime's own) */
     double library_handles; /* cuDNN/cuBLASLt handles, loaded modules: context growth beyond the arena */
-    double graph_reserved;  /* device memory gone at CUDA Graph instantiation (the first run) */
+    double graph_reserved;  /* the executable CUDA Graph (the library measures it at instantiation) */
     double other_processes; /* used by other processes (NVML), -1 when unknown */
+    double caller_io;       /* the caller's own input and output buffers (not the model's) */
+    double residual;        /* used memory now minus every account above: what nothing explains */
 } ig_diag_memory;
 
 /* One row of a sweep (ingot sweep): a batch or a workspace budget. */
@@ -106,6 +108,9 @@ typedef struct ig_diag_sweep_row {
     double cls_share;
     char verdict[64]; /* the model's bottleneck in one word */
     char note[256];
+    int32_t algos_changed; /* steps whose library algorithm differs from the previous budget's at this
+                              batch; -1: not compared (the first budget, or another program) */
+    char changes[512];     /* the first of them: "node: old -> new; ..." */
 } ig_diag_sweep_row;
 
 /* The whole report. */

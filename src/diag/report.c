@@ -63,13 +63,16 @@ static void write_memory(const ig_diag_report *r, FILE *f)
     fprintf(f,
             "\"weights\": %zu, \"arena\": %zu, \"activations\": %zu, \"activation_lower_bound\": %zu, "
             "\"activation_no_reuse\": %zu, \"workspace\": %zu, \"constants\": %zu, \"io_staging\": %zu, "
-            "\"library_live\": %zu, \"unattributed\": %zu, \"free\": %zu, \"total\": %zu, ",
+            "\"library_live\": %zu, \"unattributed\": %zu, \"graph_objects\": %zu, \"free\": %zu, \"total\": %zu, ",
             a->weights, a->arena, a->activations, a->activation_lower_bound, a->activation_no_reuse, a->workspace,
-            a->constants, a->io_staging, a->library_live, a->unattributed, a->free_bytes, a->total_bytes);
+            a->constants, a->io_staging, a->library_live, a->unattributed, a->graph_objects, a->free_bytes,
+            a->total_bytes);
     jnum(f, "cuda_context", m->cuda_context, ", ");
     jnum(f, "library_handles", m->library_handles, ", ");
     jnum(f, "graph_reserved", m->graph_reserved, ", ");
     jnum(f, "other_processes", m->other_processes, ", ");
+    jnum(f, "caller_io", m->caller_io, ", ");
+    jnum(f, "residual", m->residual, ", ");
     jnum(f, "need_bytes", r->need_bytes, ", ");
     jnum(f, "avail_bytes", r->avail_bytes, ", ");
     fprintf(f, "\"max_batch\": %lld},\n", (long long)r->max_batch);
@@ -82,6 +85,7 @@ static void write_step(const ig_diag_step *s, int64_t k, FILE *f)
     jstr(f, "name", p->name, ", ");
     jstr(f, "op", p->op, ", ");
     jstr(f, "kind", p->kind, ", ");
+    jstr(f, "algo", p->algo, ", ");
     fprintf(f, "\"node\": %lld, \"covers\": %d, \"feeds_next\": %s, ", (long long)p->node, (int)p->covers,
             p->feeds_next ? "true" : "false");
     jnum(f, "ms", p->ms, ", ");
@@ -114,7 +118,9 @@ static void write_sweep(const ig_diag_report *r, FILE *f)
         jstr(f, "class", w->ok ? ig__diag_class_name(w->cls) : "", ", ");
         jnum(f, "class_share", w->cls_share, ", ");
         jstr(f, "bottleneck", w->verdict, ", ");
-        jstr(f, "note", w->note, "}");
+        jstr(f, "note", w->note, ", ");
+        fprintf(f, "\"algos_changed\": %d, ", (int)w->algos_changed);
+        jstr(f, "algo_changes", w->changes, "}");
     }
     fprintf(f, "%s]\n", r->n_sweep ? "\n  " : "");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Is each synthetic model's bottleneck found? (docs/DIAGNOSE.md, issue 11)
 
-    check_synthetic.py --ingot BUILD/ingot --work DIR [--cpu]
+    check_synthetic.py --ingot BUILD/ingot --work DIR [--cpu] [--model M.onnx ...]
 
 Makes the models of make_synthetic.py and runs `ingot profile --json` (and `ingot sweep`) on each:
 
@@ -10,6 +10,8 @@ Makes the models of make_synthetic.py and runs `ingot profile --json` (and `ingo
     big_elementwise  batch 64    bandwidth-bound, its step at >= 70% of the measured copy bandwidth
     big_gemm --fp16  batch 4096  compute-bound, the GEMM at >= 60% of the fp16 rate
     capacity         sweep 512..8192 (32 MB a sample): stops where device memory runs out, saying so
+    --model M        (any number) a real model at fp16 batch 32, profiled in under 10 s
+  and, on every GPU profile, the memory accounts within 2 MiB of what cudaMemGetInfo says is used,
   and prints, per model, how far the sum of the step times is from the step-by-step run (target 5%).
 
   with --cpu (CI): the same models at CPU sizes against the CPU's ceilings, checking what holds there:
@@ -22,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 failures = []
@@ -55,6 +58,13 @@ def profile(model, extra, env):
     print(f"  {d['bottleneck']}: {d['verdict']}")
     print(f"  steps sum {run['steps_ms']:.4f} ms vs step-by-step run {run['run_stream_ms']:.4f} ms "
           f"({100 * off:.1f}% apart), graph replay {run['run_ms']:.4f} ms")
+    mem = d["memory"]
+    if mem["device"]:
+        # the accounts against cudaMemGetInfo after every run: weights, arena, handles, graph, context, the
+        # caller's buffers; the driver rounds each allocation up to 2 MiB pages
+        check(abs(mem["residual"]) <= 2 * 1024 * 1024,
+              f"  memory accounts within 2 MiB of cudaMemGetInfo ({mem['residual'] / 1e6:+.3f} MB not explained; "
+              f"CUDA Graph {mem['graph_reserved'] / 1e6:.3f} MB)")
     return d
 
 
@@ -64,6 +74,12 @@ def main_gpu(m, env):
         c = json.loads(r.stdout)
         print(f"  {c['device']}: copy {c['copy_gbs']:.0f} GB/s, fp16 {c['fp16_tflops']:.0f}, fp32 "
               f"{c['fp32_tflops']:.1f} TFLOP/s, launch {c['launch_us']:.2f} us, graph node {c['graph_node_us']:.2f} us")
+    for model in ARGS.model:
+        # a real model: profiled fast enough to use (< 10 s with the build and tuning), accounts complete
+        t0 = time.time()
+        d = profile(model, ["--batch", "32", "--fp16"], env)
+        check(d is not None and time.time() - t0 < 10,
+              f"{os.path.basename(model)}: profiled in {time.time() - t0:.1f} s (< 10 s)")
     d = profile(m["tiny_chain"], ["--batch", "1"], env)
     if d:
         check(d["bottleneck"] == "launch", "tiny_chain: launch-bound")
@@ -125,6 +141,7 @@ def main():
     ap.add_argument("--ingot", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--model", action="append", default=[], help="a real model to profile too (GPU: fp16, batch 32)")
     ARGS = ap.parse_args()
     os.makedirs(ARGS.work, exist_ok=True)
     env = dict(os.environ, INGOT_CACHE_DIR=os.environ.get("INGOT_CACHE_DIR", os.path.join(ARGS.work, "cache")))

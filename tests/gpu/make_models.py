@@ -468,6 +468,21 @@ def case_reductions(more=False):
     return g.model([inp], [out_info(sh, f"out{i}") for i, sh in enumerate(shapes)], opset=18), {"input": (1, 4, 64, 64)}
 
 
+def case_softmax_axes():
+    """Softmax over a middle axis: CoaT's factorized attention over the 700 tokens of [B, 4, 700, 8] (few
+    long lines: one block per line group), and LogSoftmax over axis 1 of the same tensor (many short
+    lines), scaled so the rows are far from uniform."""
+    g = G()
+    x = g.op("Mul", ["input", g.w(np.array(3.0, np.float32))])
+    g.op("Softmax", [x], axis=2)
+    g.nodes[-1].output[0] = "out0"
+    g.op("LogSoftmax", [x], axis=1)
+    g.nodes[-1].output[0] = "out1"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 4, 700, 8])
+    return g.model([inp], [out_info(["batch", 4, 700, 8], "out0"), out_info(["batch", 4, 700, 8], "out1")]), \
+        {"input": (2, 4, 700, 8)}
+
+
 def case_reduce_big():
     """A mean over every element of [1, 4, 192, 192] (one row split over many blocks) and an NCHW global
     average pool with rows of 36864 (blocks of 1024 threads)."""
@@ -668,6 +683,8 @@ CASES = {
     # masks whose rows are not runs of 16-byte chunks: read per element; several key tiles
     "sdpa_head64_s20": lambda: case_sdpa_export(B=2, S=20, H=2, dh=64),
     "sdpa_head64_s150": lambda: case_sdpa_export(B=3, S=150, H=2, dh=64),
+    # Whisper's encoder: 1,500 keys (23 full key tiles and a partial one) through the fused kernel
+    "sdpa_head64_s1500": lambda: case_sdpa_export(B=1, S=1500, H=2, dh=64),
     "torch_mha": case_torch_mha,
     "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8, residual=False),
     "lazy_views": case_lazy_views,
@@ -675,6 +692,7 @@ CASES = {
     "reductions": case_reductions,
     "reductions_more": lambda: case_reductions(more=True),
     "reduce_big": case_reduce_big,
+    "softmax_axes": case_softmax_axes,
     "resize": case_resize,
     "upsample": case_upsample,
     "instance_norm": case_instance_norm,

@@ -54,6 +54,59 @@ static int parse_list(const char *opt, const char *s, int64_t *v, int *n, int as
     return *n > 0;
 }
 
+/* The library algorithm of every step of one profile, kept to compare the next workspace budget with. */
+typedef struct step_algos {
+    int64_t n;
+    char (*algo)[sizeof(((ingot_step_profile *)0)->algo)];
+    char (*name)[sizeof(((ingot_step_profile *)0)->name)];
+} step_algos;
+
+static void algos_free(step_algos *a)
+{
+    free(a->algo);
+    free(a->name);
+    memset(a, 0, sizeof *a);
+}
+
+static void algos_keep(step_algos *a, const ig_diag_report *r)
+{
+    algos_free(a);
+    a->algo = calloc((size_t)r->n_steps + 1, sizeof *a->algo);
+    a->name = calloc((size_t)r->n_steps + 1, sizeof *a->name);
+    if (!a->algo || !a->name) {
+        algos_free(a); /* no comparison for this batch: the sweep itself goes on */
+        return;
+    }
+    a->n = r->n_steps;
+    for (int64_t k = 0; k < r->n_steps; k++) {
+        memcpy(a->algo[k], r->steps[k].p.algo, sizeof a->algo[k]);
+        memcpy(a->name[k], r->steps[k].p.name, sizeof a->name[k]);
+    }
+}
+
+/* The course chapter's question for a workspace sweep: which algorithms did the budget change? */
+static void algos_compare(const step_algos *prev, const ig_diag_report *r, ig_diag_sweep_row *row)
+{
+    row->algos_changed = -1;
+    row->changes[0] = '\0';
+    if (!prev->algo || prev->n != r->n_steps) return;
+    bool any = false; /* the CPU backend runs no library algorithms: nothing to compare */
+    for (int64_t k = 0; k < r->n_steps && !any; k++) any = r->steps[k].p.algo[0] || prev->algo[k][0];
+    if (!any) return;
+    row->algos_changed = 0;
+    size_t used = 0;
+    for (int64_t k = 0; k < r->n_steps; k++) {
+        const char *now = r->steps[k].p.algo;
+        if (!strcmp(prev->algo[k], now)) continue;
+        row->algos_changed++;
+        if (used < sizeof row->changes - 1) {
+            int w = snprintf(row->changes + used, sizeof row->changes - used, "%s%.60s: %s -> %s", used ? "; " : "",
+                             prev->name[k], prev->algo[k], now);
+            used = w < 0 ? sizeof row->changes : used + (size_t)w;
+        }
+    }
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -126,6 +179,8 @@ int ig__cmd_sweep(int argc, char **argv)
         fprintf(stderr, "ingot sweep: warning: --workspace limits cuDNN/cuBLASLt workspaces; the CPU ignores it\n");
     }
     ig_diag_sweep_row *rows = calloc((size_t)(n_b * n_w), sizeof *rows);
+    step_algos prev[MAX_POINTS];
+    memset(prev, 0, sizeof prev);
     if (!rows) return 1;
     int n_rows = 0, rc = 0;
     ig_diag_report last;
@@ -149,7 +204,10 @@ int ig__cmd_sweep(int argc, char **argv)
                          r.avail_bytes / 1e6, o.mem_limit > 0 ? "--mem-limit allows" : "available");
                 pr = 4;
             }
+            row->algos_changed = -1;
             if (pr == 0) {
+                algos_compare(&prev[b], &r, row);
+                algos_keep(&prev[b], &r);
                 row->ok = true;
                 row->latency_ms = r.run_ms;
                 row->throughput = r.run_ms > 0 ? (double)r.batch * 1e3 / r.run_ms : 0;
@@ -183,6 +241,11 @@ int ig__cmd_sweep(int argc, char **argv)
                 else
                     printf("%-8lld %-10s %14s %12s %14s  %-10s %-20s %s\n", (long long)row->batch, wsb, "-", "-", "-",
                            "-", "-", row->note);
+                if (row->algos_changed > 0)
+                    printf("         %d algorithm%s changed from the previous budget: %s\n", (int)row->algos_changed,
+                           row->algos_changed == 1 ? "" : "s", row->changes);
+                else if (row->algos_changed == 0)
+                    printf("         no algorithm changed from the previous budget\n");
             }
             if (!row->ok) {
                 if (pr != 4) rc = 1;
@@ -211,6 +274,7 @@ int ig__cmd_sweep(int argc, char **argv)
         fprintf(stderr, "ingot sweep: no batch ran\n");
         rc = 1;
     }
+    for (int b = 0; b < n_b; b++) algos_free(&prev[b]);
     free(rows);
     return rc;
 }

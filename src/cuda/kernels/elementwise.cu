@@ -195,6 +195,54 @@ __device__ __forceinline__ long long ipow(long long x, long long e)
     return (long long)r;
 }
 
+/* The cheap, common codes as (code, expression of a, b, k, k2): one list for the general apply_f and the
+ * in-place simple_op, so both compute exactly the same thing. */
+#define EW_SIMPLE_CASES(X)                                                                           \
+    X(IG_EW_COPY, a)                                                                                 \
+    X(IG_EW_NEG, -a)                                                                                 \
+    X(IG_EW_ABS, fabsf(a))                                                                           \
+    X(IG_EW_RECIP, 1.f / a)                                                                          \
+    X(IG_EW_SQRT, sqrtf(a))                                                                          \
+    X(IG_EW_EXP, expf(a))                                                                            \
+    X(IG_EW_ERF, erff(a))                                                                            \
+    X(IG_EW_TANH, tanhf(a))                                                                          \
+    X(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))                                                         \
+    X(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))                                                  \
+    X(IG_EW_LEAKY, a < 0.f ? a * k : a)                                                              \
+    X(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))                                               \
+    X(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))                            \
+    X(IG_EW_HARDSWISH, a *fmaxf(0.f, fminf(1.f, a *(1.f / 6.f) + 0.5f)))                             \
+    X(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))                             \
+    X(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)))) \
+    X(IG_EW_TO_F16, __half2float(__float2half_rn(a)))                                                \
+    X(IG_EW_ADD, a + b)                                                                              \
+    X(IG_EW_SUB, a - b)                                                                              \
+    X(IG_EW_MUL, a *b)                                                                               \
+    X(IG_EW_DIV, a / b)                                                                              \
+    X(IG_EW_MAX, (a > b || a != a) ? a : b)                                                          \
+    X(IG_EW_MIN, (a < b || a != a) ? a : b)                                                          \
+    X(IG_EW_PRELU, a < 0.f ? a * b : a)
+
+/* x[j] = op(x[j], q[j]) in place for the codes of EW_SIMPLE_CASES; false (x untouched) for the rest. */
+template <int V>
+__device__ __forceinline__ bool simple_op(int code, float (&x)[V], const float (&q)[V], float k, float k2)
+{
+#define EW_SIMPLE(c, expr)                            \
+    case c:                                           \
+        _Pragma("unroll") for (int j = 0; j < V; j++) \
+        {                                             \
+            const float a = x[j], b = q[j];           \
+            (void)b;                                  \
+            x[j] = (expr);                            \
+        }                                             \
+        return true;
+    switch (code) {
+        EW_SIMPLE_CASES(EW_SIMPLE)
+    default: return false;
+    }
+#undef EW_SIMPLE
+}
+
 /* x[j] = op(p[j], q[j], s[j]) for the V values; the switch sits outside the element loop so each case
  * is one straight run of V operations. */
 template <int V>
@@ -212,23 +260,8 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         }                                             \
         break;
     switch (code) {
-        EW_CASE(IG_EW_COPY, a)
-        EW_CASE(IG_EW_NEG, -a)
-        EW_CASE(IG_EW_ABS, fabsf(a))
-        EW_CASE(IG_EW_RECIP, 1.f / a)
-        EW_CASE(IG_EW_SQRT, sqrtf(a))
-        EW_CASE(IG_EW_EXP, expf(a))
+        EW_SIMPLE_CASES(EW_CASE)
         EW_CASE(IG_EW_LOG, logf(a))
-        EW_CASE(IG_EW_ERF, erff(a))
-        EW_CASE(IG_EW_TANH, tanhf(a))
-        EW_CASE(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))
-        EW_CASE(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))
-        EW_CASE(IG_EW_LEAKY, a < 0.f ? a * k : a)
-        EW_CASE(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))
-        EW_CASE(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))
-        EW_CASE(IG_EW_HARDSWISH, a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f)))
-        EW_CASE(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))
-        EW_CASE(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a))))
         EW_CASE(IG_EW_SOFTPLUS, fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))))
         EW_CASE(IG_EW_MISH, a * tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)))))
         EW_CASE(IG_EW_ISNAN, a != a ? 1.f : 0.f)
@@ -236,20 +269,12 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         EW_CASE(IG_EW_FLOOR, floorf(a))
         EW_CASE(IG_EW_CEIL, ceilf(a))
         EW_CASE(IG_EW_ROUND, rintf(a))
-        EW_CASE(IG_EW_TO_F16, __half2float(__float2half_rn(a)))
         EW_CASE(IG_EW_TO_BF16, __bfloat162float(__float2bfloat16_rn(a)))
         EW_CASE(IG_EW_TO_INT, a != a ? 0.f : truncf(a))
         EW_CASE(IG_EW_TO_BOOL, a != 0.f ? 1.f : 0.f)
-        EW_CASE(IG_EW_ADD, a + b)
-        EW_CASE(IG_EW_SUB, a - b)
-        EW_CASE(IG_EW_MUL, a * b)
-        EW_CASE(IG_EW_DIV, a / b)
         EW_CASE(IG_EW_POW, b == 2.f ? a * a : powf(a, b))
         EW_CASE(IG_EW_MOD, fmod_py(a, b))
         EW_CASE(IG_EW_FMOD, fmodf(a, b))
-        EW_CASE(IG_EW_MAX, (a > b || a != a) ? a : b)
-        EW_CASE(IG_EW_MIN, (a < b || a != a) ? a : b)
-        EW_CASE(IG_EW_PRELU, a < 0.f ? a * b : a)
         EW_CASE(IG_EW_EQ, a == b ? 1.f : 0.f)
         EW_CASE(IG_EW_GT, a > b ? 1.f : 0.f)
         EW_CASE(IG_EW_LT, a < b ? 1.f : 0.f)
@@ -377,6 +402,32 @@ template <typename T, int V, int NR> __device__ __forceinline__ void put(int dst
     }
 }
 
+/* The usual op of a chain, x = f(x, k | y) with x and y in r0/r1 and the result back in x (register
+ * allocation gives an op its first operand's register when that dies there), computed in place for the
+ * codes of EW_SIMPLE_CASES: true when done. The general path copies every operand into a temporary
+ * through a switch over the registers; on a long chain those copies cost more instructions than the
+ * arithmetic (8 ops over [64, 1M] ran at 23% of copy bandwidth, each op costing as much time as the
+ * whole copy). Integer programs always take the general path. */
+template <int V, int NR, typename T> __device__ __forceinline__ bool apply_in_place(const ig_ew_op &, T (&)[NR][V])
+{
+    return false;
+}
+template <int V, int NR> __device__ __forceinline__ bool apply_in_place(const ig_ew_op &op, float (&r)[NR][V])
+{
+    if (NR < 2 || op.dst != op.a || op.a > 1 || op.c < NR || (op.b < NR && op.b > 1)) return false;
+    const float k = (float)op.k, k2 = (float)op.k2;
+    float kk[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) kk[j] = k;
+    constexpr int R1 = NR > 1 ? 1 : 0;
+    if (op.a == 0) {
+        if (op.b >= NR) return simple_op<V>(op.code, r[0], kk, k, k2);
+        return op.b == 0 ? simple_op<V>(op.code, r[0], r[0], k, k2) : simple_op<V>(op.code, r[0], r[R1], k, k2);
+    }
+    if (op.b >= NR) return simple_op<V>(op.code, r[R1], kk, k, k2);
+    return op.b == 0 ? simple_op<V>(op.code, r[R1], r[0], k, k2) : simple_op<V>(op.code, r[R1], r[R1], k, k2);
+}
+
 /* Run the program on V consecutive elements whose outer coordinates are shared: input k's elements sit
  * at off[k] + j * (its innermost stride; 0 when broadcast). */
 template <typename T, int V, int NR>
@@ -405,6 +456,8 @@ __device__ __forceinline__ void run_program(const ig_ew_args &a, T (&r)[NR][V], 
 #pragma unroll
                 for (int j = 0; j < V; j++) x[j] = (T)0;
             }
+        } else if (apply_in_place<V, NR>(op, r)) {
+            continue;
         } else {
             T p[V], q[V], s[V];
             fetch<T, V, NR>(op.a, r, op.k, p);
@@ -428,6 +481,19 @@ __device__ __forceinline__ void element_offsets(const ig_ew_args &a, int64_t e, 
         oo = e * a.out_strides[0];
 #pragma unroll
         for (int k = 0; k < IG_EW_MAX_IN; k++) io[k] = e * a.in_strides[k][0];
+    } else if (a.n <= INT32_MAX) {
+        /* coordinates with 32-bit division (a 64-bit one is a long software routine), offsets in 64 */
+        uint32_t rem = (uint32_t)e;
+#pragma unroll
+        for (int d = IG_EW_MAX_RANK - 1; d >= 0; d--) {
+            if (d > last) continue;
+            const uint32_t dim = (uint32_t)a.dims[d];
+            const int64_t c = d ? rem % dim : rem;
+            rem = d ? rem / dim : 0;
+            oo += c * a.out_strides[d];
+#pragma unroll
+            for (int k = 0; k < IG_EW_MAX_IN; k++) io[k] += c * a.in_strides[k][d];
+        }
     } else {
         int64_t rem = e;
 #pragma unroll
@@ -451,7 +517,7 @@ __device__ __forceinline__ void element_offsets(const ig_ew_args &a, int64_t e, 
 }
 
 template <typename T, int V, int NR>
-__global__ void __launch_bounds__(EW_BLOCK, NR > 2 ? 1 : 2) ew_kernel(const ig_ew_args a)
+__global__ void __launch_bounds__(EW_BLOCK, NR > 4 ? 1 : 2) ew_kernel(const ig_ew_args a)
 {
     const int64_t n_vec = (a.n + V - 1) / V;
     const int last = a.rank - 1;
@@ -518,6 +584,7 @@ template <int V> __device__ __forceinline__ void fast_ops(const ig_ew_args &a, i
 {
     for (int i = first; i < a.n_ops; i++) {
         const ig_ew_op &op = a.ops[i];
+        if (apply_in_place<V, 2>(op, r)) continue;
         float p[V], q[V], s[V], x[V];
         fetch<float, V, 2>(op.a, r, op.k, p);
         fetch<float, V, 2>(op.b, r, op.k, q);
@@ -604,19 +671,22 @@ static bool ew_fits_i32(const ig_ew_args *a)
     return true;
 }
 
-/* Programs that touch only r0 and r1 run in a kernel with two registers: far fewer registers per
- * thread, so more warps per SM and more loads in flight (most programs: copies, casts, bias+ReLU, GELU). */
-static bool ew_small(const ig_ew_args *a)
+/* The registers a float program touches (its highest register + 1): programs that need only r0 and r1
+ * (copies, casts, bias+ReLU, GELU) or up to r3 (broadcast epilogues such as GRN's x * n * w + b + x) run
+ * in kernels with that many register arrays: fewer registers per thread, more warps per SM, more loads
+ * in flight. */
+static int ew_regs_used(const ig_ew_args *a)
 {
-    if (a->result >= 2) return false;
+    int n = a->result < IG_REF_K ? a->result + 1 : 1;
     for (int i = 0; i < a->n_ops; i++) {
         const ig_ew_op *o = &a->ops[i];
-        if (o->dst >= 2) return false;
+        if (o->dst + 1 > n) n = o->dst + 1;
         if (o->code == IG_EW_LOAD) continue;
-        if ((o->a < IG_REF_K && o->a >= 2) || (o->b < IG_REF_K && o->b >= 2) || (o->c < IG_REF_K && o->c >= 2))
-            return false;
+        const int refs[3] = {o->a, o->b, o->c};
+        for (int k = 0; k < 3; k++)
+            if (refs[k] < IG_REF_K && refs[k] + 1 > n) n = refs[k] + 1;
     }
-    return true;
+    return n;
 }
 
 static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, int *n_loads)
@@ -632,8 +702,10 @@ static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block,
         *func = ew_fits_i32(a) ? (void *)ew_fast_kernel<int32_t> : (void *)ew_fast_kernel<int64_t>;
     else if (a->int_math)
         *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
-    else if (ew_small(a))
+    else if (ew_regs_used(a) <= 2)
         *func = (void *)ew_kernel<float, 8, 2>;
+    else if (ew_regs_used(a) <= 4)
+        *func = (void *)ew_kernel<float, 8, 4>;
     else
         *func = (void *)ew_kernel<float, 8, IG_EW_NREG>;
 }
@@ -652,8 +724,10 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
             ew_fast_kernel<int64_t><<<grid, block, 0, s>>>(*a, nl);
     } else if (a->int_math) {
         ew_kernel<long long, 2, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
-    } else if (ew_small(a)) {
+    } else if (func == (void *)ew_kernel<float, 8, 2>) {
         ew_kernel<float, 8, 2><<<grid, block, 0, s>>>(*a);
+    } else if (func == (void *)ew_kernel<float, 8, 4>) {
+        ew_kernel<float, 8, 4><<<grid, block, 0, s>>>(*a);
     } else {
         ew_kernel<float, 8, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
     }
