@@ -326,25 +326,8 @@ int ig__pw_to_regs(const ig_pw_prog *p, ig_pw_reg_op *ops, int max_ops, int *res
         }
         for (int s = 0; s < 3; s++) /* operands at their last use: free before the destination is chosen */
             if (r[s] >= 0 && r[s] < nv && last[r[s]] == j && reg[r[s]] >= 0) busy[reg[r[s]]] = false;
-        /* The result goes where the first operand was when that dies here (for ADD, MUL, EQ, AND, OR:
-         * where either was, the operands swapped), so a chain computes in place: the CUDA kernel runs
-         * x = f(x, y) without copying operands (src/cuda/kernels/elementwise.cu, apply_in_place). */
-        bool dies0 = r[0] >= 0 && r[0] < nv && last[r[0]] == j, dies1 = r[1] >= 0 && r[1] < nv && last[r[1]] == j;
-        bool comm = o->code == IG_PW_ADD || o->code == IG_PW_MUL || o->code == IG_PW_EQ || o->code == IG_PW_AND ||
-                    o->code == IG_PW_OR;
-        if (!dies0 && dies1 && comm) {
-            uint8_t t = ref[0];
-            ref[0] = ref[1];
-            ref[1] = t;
-            dies0 = true;
-        }
         int d;
-        if (dies0) {
-            d = ref[0];
-            busy[d] = true;
-        } else {
-            ALLOC(d);
-        }
+        ALLOC(d);
         reg[p->n_in + j] = d;
         PUT(((ig_pw_reg_op){o->code, ref[0], ref[1], ref[2], (uint8_t)d, o->k, o->k2}));
     }

@@ -195,54 +195,6 @@ __device__ __forceinline__ long long ipow(long long x, long long e)
     return (long long)r;
 }
 
-/* The cheap, common codes as (code, expression of a, b, k, k2): one list for the general apply_f and the
- * in-place simple_op, so both compute exactly the same thing. */
-#define EW_SIMPLE_CASES(X)                                                                           \
-    X(IG_EW_COPY, a)                                                                                 \
-    X(IG_EW_NEG, -a)                                                                                 \
-    X(IG_EW_ABS, fabsf(a))                                                                           \
-    X(IG_EW_RECIP, 1.f / a)                                                                          \
-    X(IG_EW_SQRT, sqrtf(a))                                                                          \
-    X(IG_EW_EXP, expf(a))                                                                            \
-    X(IG_EW_ERF, erff(a))                                                                            \
-    X(IG_EW_TANH, tanhf(a))                                                                          \
-    X(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))                                                         \
-    X(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))                                                  \
-    X(IG_EW_LEAKY, a < 0.f ? a * k : a)                                                              \
-    X(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))                                               \
-    X(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))                            \
-    X(IG_EW_HARDSWISH, a *fmaxf(0.f, fminf(1.f, a *(1.f / 6.f) + 0.5f)))                             \
-    X(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))                             \
-    X(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)))) \
-    X(IG_EW_TO_F16, __half2float(__float2half_rn(a)))                                                \
-    X(IG_EW_ADD, a + b)                                                                              \
-    X(IG_EW_SUB, a - b)                                                                              \
-    X(IG_EW_MUL, a *b)                                                                               \
-    X(IG_EW_DIV, a / b)                                                                              \
-    X(IG_EW_MAX, (a > b || a != a) ? a : b)                                                          \
-    X(IG_EW_MIN, (a < b || a != a) ? a : b)                                                          \
-    X(IG_EW_PRELU, a < 0.f ? a * b : a)
-
-/* x[j] = op(x[j], q[j]) in place for the codes of EW_SIMPLE_CASES; false (x untouched) for the rest. */
-template <int V>
-__device__ __forceinline__ bool simple_op(int code, float (&x)[V], const float (&q)[V], float k, float k2)
-{
-#define EW_SIMPLE(c, expr)                            \
-    case c:                                           \
-        _Pragma("unroll") for (int j = 0; j < V; j++) \
-        {                                             \
-            const float a = x[j], b = q[j];           \
-            (void)b;                                  \
-            x[j] = (expr);                            \
-        }                                             \
-        return true;
-    switch (code) {
-        EW_SIMPLE_CASES(EW_SIMPLE)
-    default: return false;
-    }
-#undef EW_SIMPLE
-}
-
 /* x[j] = op(p[j], q[j], s[j]) for the V values; the switch sits outside the element loop so each case
  * is one straight run of V operations. */
 template <int V>
@@ -260,8 +212,23 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         }                                             \
         break;
     switch (code) {
-        EW_SIMPLE_CASES(EW_CASE)
+        EW_CASE(IG_EW_COPY, a)
+        EW_CASE(IG_EW_NEG, -a)
+        EW_CASE(IG_EW_ABS, fabsf(a))
+        EW_CASE(IG_EW_RECIP, 1.f / a)
+        EW_CASE(IG_EW_SQRT, sqrtf(a))
+        EW_CASE(IG_EW_EXP, expf(a))
         EW_CASE(IG_EW_LOG, logf(a))
+        EW_CASE(IG_EW_ERF, erff(a))
+        EW_CASE(IG_EW_TANH, tanhf(a))
+        EW_CASE(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))
+        EW_CASE(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))
+        EW_CASE(IG_EW_LEAKY, a < 0.f ? a * k : a)
+        EW_CASE(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))
+        EW_CASE(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))
+        EW_CASE(IG_EW_HARDSWISH, a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f)))
+        EW_CASE(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))
+        EW_CASE(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a))))
         EW_CASE(IG_EW_SOFTPLUS, fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))))
         EW_CASE(IG_EW_MISH, a * tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)))))
         EW_CASE(IG_EW_ISNAN, a != a ? 1.f : 0.f)
@@ -269,12 +236,20 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         EW_CASE(IG_EW_FLOOR, floorf(a))
         EW_CASE(IG_EW_CEIL, ceilf(a))
         EW_CASE(IG_EW_ROUND, rintf(a))
+        EW_CASE(IG_EW_TO_F16, __half2float(__float2half_rn(a)))
         EW_CASE(IG_EW_TO_BF16, __bfloat162float(__float2bfloat16_rn(a)))
         EW_CASE(IG_EW_TO_INT, a != a ? 0.f : truncf(a))
         EW_CASE(IG_EW_TO_BOOL, a != 0.f ? 1.f : 0.f)
+        EW_CASE(IG_EW_ADD, a + b)
+        EW_CASE(IG_EW_SUB, a - b)
+        EW_CASE(IG_EW_MUL, a * b)
+        EW_CASE(IG_EW_DIV, a / b)
         EW_CASE(IG_EW_POW, b == 2.f ? a * a : powf(a, b))
         EW_CASE(IG_EW_MOD, fmod_py(a, b))
         EW_CASE(IG_EW_FMOD, fmodf(a, b))
+        EW_CASE(IG_EW_MAX, (a > b || a != a) ? a : b)
+        EW_CASE(IG_EW_MIN, (a < b || a != a) ? a : b)
+        EW_CASE(IG_EW_PRELU, a < 0.f ? a * b : a)
         EW_CASE(IG_EW_EQ, a == b ? 1.f : 0.f)
         EW_CASE(IG_EW_GT, a > b ? 1.f : 0.f)
         EW_CASE(IG_EW_LT, a < b ? 1.f : 0.f)
@@ -402,30 +377,22 @@ template <typename T, int V, int NR> __device__ __forceinline__ void put(int dst
     }
 }
 
-/* The usual op of a chain, x = f(x, k | y) with x and y in r0/r1 and the result back in x (register
- * allocation gives an op its first operand's register when that dies there), computed in place for the
- * codes of EW_SIMPLE_CASES: true when done. The general path copies every operand into a temporary
- * through a switch over the registers; on a long chain those copies cost more instructions than the
- * arithmetic (8 ops over [64, 1M] ran at 23% of copy bandwidth, each op costing as much time as the
- * whole copy). Integer programs always take the general path. */
-template <int V, int NR, typename T> __device__ __forceinline__ bool apply_in_place(const ig_ew_op &, T (&)[NR][V])
+/* The usual op of a chain, r0 = f(r0, k | r1) with no register as third operand (register allocation
+ * gives an op the register of its first operand when that dies there and is the lowest free one),
+ * computed in place: true when done. The general path copies each operand into a temporary through a
+ * switch over registers; on a long chain those copies cost more instructions than the arithmetic (8 ops
+ * over [64, 1M] ran at 23% of copy bandwidth, each op adding as much time as the whole copy). */
+template <typename T, int V, int NR> __device__ __forceinline__ bool apply_in_place(const ig_ew_op &op, T (&r)[NR][V])
 {
-    return false;
-}
-template <int V, int NR> __device__ __forceinline__ bool apply_in_place(const ig_ew_op &op, float (&r)[NR][V])
-{
-    if (NR < 2 || op.dst != op.a || op.a > 1 || op.c < NR || (op.b < NR && op.b > 1)) return false;
-    const float k = (float)op.k, k2 = (float)op.k2;
-    float kk[V];
+    if (NR < 2 || op.a != 0 || op.dst != 0 || op.c < NR || (op.b < NR && op.b != 1)) return false;
+    T kk[V];
 #pragma unroll
-    for (int j = 0; j < V; j++) kk[j] = k;
-    constexpr int R1 = NR > 1 ? 1 : 0;
-    if (op.a == 0) {
-        if (op.b >= NR) return simple_op<V>(op.code, r[0], kk, k, k2);
-        return op.b == 0 ? simple_op<V>(op.code, r[0], r[0], k, k2) : simple_op<V>(op.code, r[0], r[R1], k, k2);
-    }
-    if (op.b >= NR) return simple_op<V>(op.code, r[R1], kk, k, k2);
-    return op.b == 0 ? simple_op<V>(op.code, r[R1], r[0], k, k2) : simple_op<V>(op.code, r[R1], r[R1], k, k2);
+    for (int j = 0; j < V; j++) kk[j] = (T)op.k;
+    if (op.b >= NR)
+        apply<V>(op.code, r[0], kk, kk, op.k, op.k2, r[0]);
+    else
+        apply<V>(op.code, r[0], r[NR > 1 ? 1 : 0], kk, op.k, op.k2, r[0]);
+    return true;
 }
 
 /* Run the program on V consecutive elements whose outer coordinates are shared: input k's elements sit
@@ -456,7 +423,7 @@ __device__ __forceinline__ void run_program(const ig_ew_args &a, T (&r)[NR][V], 
 #pragma unroll
                 for (int j = 0; j < V; j++) x[j] = (T)0;
             }
-        } else if (apply_in_place<V, NR>(op, r)) {
+        } else if (apply_in_place<T, V, NR>(op, r)) {
             continue;
         } else {
             T p[V], q[V], s[V];
@@ -584,7 +551,7 @@ template <int V> __device__ __forceinline__ void fast_ops(const ig_ew_args &a, i
 {
     for (int i = first; i < a.n_ops; i++) {
         const ig_ew_op &op = a.ops[i];
-        if (apply_in_place<V, 2>(op, r)) continue;
+        if (apply_in_place<float, V, 2>(op, r)) continue;
         float p[V], q[V], s[V], x[V];
         fetch<float, V, 2>(op.a, r, op.k, p);
         fetch<float, V, 2>(op.b, r, op.k, q);
