@@ -502,6 +502,11 @@ INGOT_API ingot_status ingot_model_describe_json(const ingot_model *m, char **ou
 INGOT_API ingot_status ingot_engine_describe_json(const ingot_engine *e, char **out);
 INGOT_API void ingot_free(void *p);
 
+/* Host allocations the library has made in this process so far, and how many of them are not freed
+ * yet (either may be NULL). A diagnostic: a soak compares them before and after its runs, which tells
+ * the library's host memory from the CUDA driver's and the C library's. */
+INGOT_API void ingot_host_alloc_counts(uint64_t *n_alloc, int64_t *n_live);
+
 /* ---- diagnostics: per-step profiles and memory accounts (docs/DIAGNOSE.md) ------------------------ */
 
 /* One step as it ran: an executed node of the engine's optimized graph on the CPU; a kernel or library

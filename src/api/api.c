@@ -455,6 +455,8 @@ const char *ingot_model_node_output(const ingot_model *m, int64_t i, int32_t j)
 
 void ingot_free(void *p) { ig__free(p); }
 
+void ingot_host_alloc_counts(uint64_t *n_alloc, int64_t *n_live) { ig__alloc_counts(n_alloc, n_live); }
+
 /* ---- engine: options ---------------------------------------------------------------------------- */
 
 ingot_build_options ingot_build_options_default(void)

@@ -29,6 +29,31 @@ uint64_t ig__host_memory_bytes(void)
 
 static _Atomic size_t alloc_max; /* 0: no limit */
 
+/* Every host allocation the library makes and the ones not freed yet: a soak compares them before and
+ * after its runs to tell the library's host memory from the CUDA driver's and the C library's. */
+static _Atomic uint64_t alloc_made;
+static _Atomic int64_t alloc_live;
+
+static void *counted(void *p)
+{
+    if (p) {
+        atomic_fetch_add_explicit(&alloc_made, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&alloc_live, 1, memory_order_relaxed);
+    }
+    return p;
+}
+
+static void uncounted(const void *p)
+{
+    if (p) atomic_fetch_sub_explicit(&alloc_live, 1, memory_order_relaxed);
+}
+
+void ig__alloc_counts(uint64_t *made, int64_t *live)
+{
+    if (made) *made = atomic_load_explicit(&alloc_made, memory_order_relaxed);
+    if (live) *live = atomic_load_explicit(&alloc_live, memory_order_relaxed);
+}
+
 void ig__alloc_set_limit(size_t max_bytes) { atomic_store_explicit(&alloc_max, max_bytes, memory_order_relaxed); }
 
 static bool alloc_should_fail(size_t n)
@@ -42,33 +67,42 @@ static bool alloc_should_fail(size_t n)
 void *ig__malloc(size_t n)
 {
     if (alloc_should_fail(n)) return NULL;
-    return malloc(n ? n : 1);
+    return counted(malloc(n ? n : 1));
 }
 
 void *ig__calloc(size_t n, size_t size)
 {
     size_t total;
     if (alloc_should_fail(__builtin_mul_overflow(n, size, &total) ? SIZE_MAX : total)) return NULL;
-    return calloc(n ? n : 1, size ? size : 1);
+    return counted(calloc(n ? n : 1, size ? size : 1));
 }
 
 void *ig__realloc(void *p, size_t n)
 {
     if (alloc_should_fail(n)) return NULL;
-    return realloc(p, n ? n : 1);
+    void *q = realloc(p, n ? n : 1);
+    return p ? q : counted(q); /* a new block only when there was none */
 }
 
-void ig__free(void *p) { free(p); }
+void ig__free(void *p)
+{
+    uncounted(p);
+    free(p);
+}
 
 void *ig__malloc_aligned(size_t n, size_t align)
 {
     if (alloc_should_fail(n)) return NULL;
     void *p = NULL;
     if (posix_memalign(&p, align, n ? n : 1) != 0) return NULL;
-    return p;
+    return counted(p);
 }
 
-void ig__free_aligned(void *p) { free(p); }
+void ig__free_aligned(void *p)
+{
+    uncounted(p);
+    free(p);
+}
 
 /* Arena: a list of blocks; large requests get a block of their own. */
 struct ig_arena_block {

@@ -58,6 +58,8 @@ void ig__log(ingot_log_level level, const char *fmt, ...) IG_PRINTF(2, 3);
 
 /* ---- host allocation: every allocation goes through here so tests can inject failures ---- */
 void *ig__malloc(size_t n);
+/* Host allocations made so far, and those not freed yet (ingot_host_alloc_counts). */
+void ig__alloc_counts(uint64_t *made, int64_t *live);
 void *ig__calloc(size_t n, size_t size);
 void *ig__realloc(void *p, size_t n);
 void ig__free(void *p);

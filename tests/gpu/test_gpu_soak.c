@@ -8,7 +8,8 @@
  *    free counts (ingot_cuda_alloc_counts) the same at the end as after the warm-up (growth in bytes);
  *  - host memory flat: the anonymous resident set (/proc/self/statm: resident - shared) the same at the end
  *    as after the warm-up (the whole resident set is printed too: library code pages that a rare path
- *    touches late count there, as 12 KB did once in 1,000,000 runs on the H200 on 2026-12-02);
+ *    touches late count there), and the library's own host allocations (ingot_host_alloc_counts) all
+ *    freed again, which tells growth in the library from growth in the CUDA driver or the C library;
  *  - latency stable: p50 and p99 of each of --windows windows of runs (host time from enqueue to the
  *    stream's completion), and the ratio of the last window's p99 to the first's (<= --p99-ratio);
  *  - results identical to the first run, bit for bit, checked every --check-every runs of each thread.
@@ -60,6 +61,8 @@ typedef struct mem_sample {
     size_t dev_free;
     uint64_t n_malloc, n_free, live;
     long long rss, rss_anon;
+    uint64_t host_made; /* the library's host allocations (ingot_host_alloc_counts) */
+    int64_t host_live;
 } mem_sample;
 
 static void mem_now(mem_sample *m)
@@ -69,6 +72,7 @@ static void mem_now(mem_sample *m)
     cudaMemGetInfo(&m->dev_free, &tot);
     ingot_cuda_alloc_counts(&m->n_malloc, &m->n_free, &m->live);
     rss_bytes(&m->rss, &m->rss_anon);
+    ingot_host_alloc_counts(&m->host_made, &m->host_live);
 }
 
 typedef struct shared {
@@ -480,6 +484,10 @@ int main(int argc, char **argv)
           "%llu allocations, %llu frees",
           path, pn, dev_growth, live_growth, (unsigned long long)(m1.n_malloc - m0.n_malloc),
           (unsigned long long)(m1.n_free - m0.n_free));
+    CHECK(m1.host_live == m0.host_live,
+          "%s %s: the library's host allocations flat after the warm-up: %+lld not freed (%llu made and freed "
+          "during the runs)",
+          path, pn, (long long)(m1.host_live - m0.host_live), (unsigned long long)(m1.host_made - m0.host_made));
     CHECK(anon_growth == 0 && m1.rss_anon >= 0,
           "%s %s: host memory flat after the warm-up: anonymous resident growth %lld bytes (%lld -> %lld; the whole "
           "resident set, library pages included, %+lld)",

@@ -111,6 +111,35 @@ TEST(run_and_outputs)
     free(m.p);
 }
 
+/* The library's host allocation count: runs at one shape allocate and free in balance, and destroying
+ * everything returns every allocation (what the GPU soak compares to tell the library's host memory
+ * from the driver's). */
+TEST(host_allocations_balance)
+{
+    int64_t live0 = -1, live1 = -1, live2 = -1, live3 = -1;
+    uint64_t made1 = 0, made2 = 0;
+    ingot_host_alloc_counts(NULL, &live0);
+    wb m = small_model();
+    fixture f;
+    ASSERT_EQ(open_fixture(&f, &m), INGOT_OK);
+    ingot_context *c = NULL;
+    ASSERT_EQ(ingot_context_create(f.e, NULL, &c), INGOT_OK);
+    float x[4 * 4];
+    ingot_tensor in = input(x, 4);
+    ASSERT_EQ(ingot_context_run(c, &in, 1), INGOT_OK);
+    ingot_host_alloc_counts(&made1, &live1);
+    for (int r = 0; r < 100; r++) ASSERT_EQ(ingot_context_run(c, &in, 1), INGOT_OK);
+    ingot_host_alloc_counts(&made2, &live2);
+    ASSERT_EQ(live2, live1); /* a run allocates nothing it keeps */
+    ASSERT(made2 >= made1);
+    ASSERT(live1 > live0);
+    ingot_context_destroy(c);
+    close_fixture(&f);
+    free(m.p);
+    ingot_host_alloc_counts(NULL, &live3);
+    ASSERT_EQ(live3, live0);
+}
+
 TEST(bad_inputs_are_named)
 {
     wb m = small_model();
@@ -532,8 +561,8 @@ TEST(allocation_failures)
     free(m.p);
 }
 
-TEST_MAIN(RUN(run_and_outputs); RUN(bad_inputs_are_named); RUN(profiles_and_memory_sizes);
-          RUN(default_shapes_from_the_model); RUN(profiles_in_build_options);
+TEST_MAIN(RUN(run_and_outputs); RUN(host_allocations_balance); RUN(bad_inputs_are_named);
+          RUN(profiles_and_memory_sizes); RUN(default_shapes_from_the_model); RUN(profiles_in_build_options);
           RUN(caller_memory_shared_between_contexts); RUN(canaries_and_no_reuse_agree);
           RUN(model_destroyed_before_context); RUN(context_error_slot); RUN(build_options_are_checked);
           RUN(allocation_failures))
