@@ -256,6 +256,8 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
 #define CU_reduce_log_sum_exp CU_REDUCE
 #define CU_reduce_prod        CU_REDUCE
 #define CU_arg_min            CU_REDUCE
+#define CU_hardmax            CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
+#define CU_top_k              CU_NONE /* no CUDA kernel yet (a selection, not a reduction): AUTO runs it on the CPU */
 #define CU_resize                             \
     {                                         \
         ig__lw_resize, ig__lw_supports_resize \
@@ -272,6 +274,7 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
 #define CU_trilu    CU_INDEX
 #define CU_size     CU_NONE
 #define CU_eye_like CU_NONE
+#define CU_one_hot  CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
 #define CU_space_to_depth        \
     {                            \
         ig__lw_depth_space, NULL \
@@ -288,6 +291,8 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                                               \
         ig__lw_groupnorm, ig__lw_supports_groupnorm \
     }
+#define CU_lp_normalization            CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
+#define CU_mean_variance_normalization CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
 #define CU_einsum                             \
     {                                         \
         ig__lw_einsum, ig__lw_supports_einsum \

@@ -1,6 +1,6 @@
 /*
  * misc.c -- small ops the exporters emit that fit no bigger family: CumSum (RoBERTa-style position ids),
- * Trilu (causal masks), Size, EyeLike, SpaceToDepth, and the broadcasting n-ary ops Mean, Xor,
+ * Trilu (causal masks), Size, EyeLike, OneHot, SpaceToDepth, and the broadcasting n-ary ops Mean, Xor,
  * BitwiseAnd/Or/Xor/Not and BitShift.
  *
  * Reference kernels: element access through ig__elem_f64/ig__elem_i64 where a loop is not the hot path
@@ -442,3 +442,99 @@ NARY_DEF(bitwise_or, "BitwiseOr", 18, 2, 2);
 NARY_DEF(bitwise_xor, "BitwiseXor", 18, 2, 2);
 NARY_DEF(bitwise_not, "BitwiseNot", 18, 1, 1);
 NARY_DEF(bit_shift, "BitShift", 11, 2, 2);
+
+/* ==== OneHot ========================================================================================== */
+
+/* Y has indices' shape with a new axis of `depth` elements inserted at 'axis': values[1] (on) where the
+ * position along it is the index, values[0] (off) elsewhere. From opset 11 a negative index counts from
+ * the end of depth (opset 9: out of range); an index out of range leaves its line all off. Float indices and a float
+ * depth are truncated toward zero, as ONNX Runtime casts them. */
+
+static ingot_status onehot_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_NUM)) != INGOT_OK) return st;
+    if ((st = infer_scalar_input(cx, 1, IG_TS_NUM, "depth")) != INGOT_OK) return st;
+    if ((st = ig__check_dtype(cx, 2, IG_TS_ALL)) != INGOT_OK) return st;
+    const ig_value *ind = ig__in(cx, 0), *val = ig__in(cx, 2);
+    int64_t numel;
+    if (val->shape.rank >= 0 && (val->shape.rank != 1 || (ig__shape_numel(&val->shape, &numel) && numel != 2)))
+        return ig__fail_shape(cx, "input 2 '%s' (values) must be [off_value, on_value], a 1-D tensor of 2 elements",
+                              val->name);
+    ig_dim depth = ig__dim_fresh(cx);
+    double dv;
+    if (ig__in_scalar_f64(cx, 1, &dv)) {
+        if (!(dv >= 0 && dv < 9.2e18))
+            return ig__fail_shape(cx, "depth = %g must be a non-negative number of classes", dv);
+        depth = ig__dim_const((int64_t)dv);
+    }
+    ig_shape out = {.rank = -1};
+    if (ind->shape.rank >= 0) {
+        if (ind->shape.rank + 1 > IG_MAX_RANK)
+            return ig__unsupported(cx, "output rank %d is above %d", (int)ind->shape.rank + 1, IG_MAX_RANK);
+        int32_t a;
+        if ((st = ig__norm_axis(cx, ig__attr_int(cx->node, "axis", -1), ind->shape.rank + 1, "attribute 'axis'", &a)) !=
+            INGOT_OK)
+            return st;
+        out.rank = ind->shape.rank + 1;
+        for (int32_t k = 0, j = 0; k < out.rank; k++) out.d[k] = k == a ? depth : ind->shape.d[j++];
+    }
+    return ig__set_out(cx, 0, val->dtype, &out);
+}
+
+/* Index i of t as an int64, or -1 - INT64_MAX when it is out of any range (NaN, huge). */
+static int64_t onehot_index(const ig_tensor *t, int64_t i)
+{
+    if (ig__dtype_is_float(t->dtype)) {
+        double v = ig__elem_f64(t->dtype, t->data, i);
+        return v > -9.2e18 && v < 9.2e18 ? (int64_t)v : INT64_MIN;
+    }
+    int64_t v = ig__elem_i64(t->dtype, t->data, i);
+    return t->dtype == INGOT_DTYPE_UINT64 && v < 0 ? INT64_MIN : v; /* a uint64 above INT64_MAX */
+}
+
+static ingot_status onehot_cpu(ig_exec *ex)
+{
+    const ig_tensor *ind = ex->in[0], *dep = ex->in[1], *val = ex->in[2];
+    ig_tensor *y = ex->out[0];
+    int64_t axis = ig__attr_int(ex->node, "axis", -1);
+    if (axis < 0) axis += ind->rank + 1;
+    int64_t depth = -1;
+    if (dep->numel == 1)
+        depth = ig__dtype_is_float(dep->dtype) ? onehot_index(dep, 0) : ig__elem_i64(dep->dtype, dep->data, 0);
+    if (axis < 0 || axis > ind->rank || val->numel != 2 || depth < 0 || y->dims[axis] != depth)
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE,
+                             "depth must be one non-negative value, values two, and axis within rank %d + 1",
+                             (int)ind->rank);
+    const size_t es = ingot_dtype_size(y->dtype);
+    const char *off = val->data, *on = off + es;
+    char *yd = y->data;
+    if (y->numel == 0) return INGOT_OK;
+    memcpy(yd, off, es); /* all off: one element, then doubling copies */
+    for (int64_t done = 1; done < y->numel; done *= 2) {
+        int64_t c = done < y->numel - done ? done : y->numel - done;
+        memcpy(yd + (size_t)done * es, yd, (size_t)c * es);
+    }
+    int64_t inner = 1;
+    for (int32_t k = (int32_t)axis; k < ind->rank; k++) inner *= ind->dims[k];
+    for (int64_t p = 0; p < ind->numel; p++) {
+        int64_t i = onehot_index(ind, p);
+        if (i < 0 && i >= -depth && ex->node->opset >= 11) i += depth;
+        if (i < 0 || i >= depth) continue;
+        memcpy(yd + (size_t)(((p / inner) * depth + i) * inner + p % inner) * es, on, es);
+    }
+    return INGOT_OK;
+}
+
+const ig_op_def ig__op_one_hot = {
+    .name = "OneHot",
+    .since = 9,
+    .min_in = 3,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 1,
+    .shape_inputs = 1u << 1,
+    .infer = onehot_infer,
+    .cpu = onehot_cpu,
+    .flops = ig__flops_none,
+};

@@ -1,6 +1,7 @@
 /*
- * norm_more.c -- GroupNormalization (opsets 18 and 21), and BatchNormalization in training mode
- * (training_mode=1, opset 14+) for the BatchNormalization descriptor of norm.c to call.
+ * norm_more.c -- GroupNormalization (opsets 18 and 21), LpNormalization, MeanVarianceNormalization, and
+ * BatchNormalization in training mode (training_mode=1, opset 14+) for the BatchNormalization descriptor
+ * of norm.c to call.
  *
  * Training-mode BatchNormalization normalises with the statistics of the batch itself (mean and
  * population variance over every axis but 1). Exporters emit it for weight standardisation (timm's
@@ -136,6 +137,209 @@ const ig_op_def ig__op_group_normalization = {
     .flags = IG_OP_INPLACE,
     .infer = group_norm_infer,
     .cpu = group_norm_cpu,
+    .flops = group_norm_flops,
+};
+
+/* ==== LpNormalization ================================================================================= */
+
+/* Y = X / ||X||_p along one axis (default -1), p 1 or 2; a line whose norm is 0 gives 0 (the reference's
+ * choice, and ONNX Runtime's), not NaN. */
+
+static ingot_status lp_norm_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_FLOAT)) != INGOT_OK) return st;
+    int64_t p = ig__attr_int(cx->node, "p", 2);
+    if (p != 1 && p != 2) return ig__unsupported(cx, "attribute 'p' = %" PRId64 " is not supported (1 or 2)", p);
+    const ig_value *x = ig__in(cx, 0);
+    int32_t a;
+    if (x->shape.rank >= 0 &&
+        (st = ig__norm_axis(cx, ig__attr_int(cx->node, "axis", -1), x->shape.rank, "attribute 'axis'", &a)) != INGOT_OK)
+        return st;
+    return ig__set_out(cx, 0, x->dtype, &x->shape);
+}
+
+typedef struct lp_job {
+    const ig_tensor *x;
+    ig_tensor *y;
+    int64_t n, inner; /* line length, stride of its elements */
+    bool l1;
+} lp_job;
+
+/* Lines are read whole before they are written, and do not overlap: Y may be X's bytes. */
+static void lp_range(void *arg, int64_t b, int64_t e)
+{
+    const lp_job *j = arg;
+    const ingot_dtype t = j->x->dtype;
+    for (int64_t o = b; o < e; o++) {
+        const int64_t off = (o / j->inner) * j->n * j->inner + o % j->inner;
+        double s = 0;
+        for (int64_t i = 0; i < j->n; i++) {
+            double v = ig__elem_f64(t, j->x->data, off + i * j->inner);
+            s += j->l1 ? fabs(v) : v * v;
+        }
+        double norm = j->l1 ? s : sqrt(s);
+        for (int64_t i = 0; i < j->n; i++) {
+            int64_t k = off + i * j->inner;
+            ig__elem_set_f64(t, j->y->data, k, norm == 0 ? 0.0 : ig__elem_f64(t, j->x->data, k) / norm);
+        }
+    }
+}
+
+static ingot_status lp_norm_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0];
+    int64_t axis = ig__attr_int(ex->node, "axis", -1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis >= x->rank)
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "axis %" PRId64 " is out of range for rank %d",
+                             ig__attr_int(ex->node, "axis", -1), (int)x->rank);
+    lp_job j = {.x = x, .y = ex->out[0], .n = x->dims[axis], .inner = 1, .l1 = ig__attr_int(ex->node, "p", 2) == 1};
+    for (int32_t k = (int32_t)axis + 1; k < x->rank; k++) j.inner *= x->dims[k];
+    if (x->numel == 0) return INGOT_OK;
+    ig__parallel_for(ex->pool, x->numel / j.n, 1 + (1 << 15) / j.n, lp_range, &j);
+    return INGOT_OK;
+}
+
+/* |x| or x^2, a sum, a division: about 3 operations an element. */
+static double norm3_flops(const ig_graph *g, const ig_node *n) { return 3.0 * ig__value_numel(g, n->inputs[0]); }
+
+const ig_op_def ig__op_lp_normalization = {
+    .name = "LpNormalization",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .flags = IG_OP_INPLACE,
+    .infer = lp_norm_infer,
+    .cpu = lp_norm_cpu,
+    .flops = norm3_flops,
+};
+
+/* ==== MeanVarianceNormalization ======================================================================= */
+
+/* Y = (X - mean) / (sqrt(var) + 1e-9) over the axes of attribute 'axes' (default [0, 2, 3]), as the
+ * spec's function body computes it (var = E[X^2] - E[X]^2 there). Here var is the mean of the squared
+ * deviations, computed in double after the mean: the same quantity, without the cancellation that can
+ * make the body's difference negative (and its square root NaN) for a constant group. */
+
+/* The node's axes: attribute 'axes', or the default [0, 2, 3] (the spatial statistics of an NCHW
+ * tensor, per channel). */
+static void mvn_axes_attr(const ig_node *node, const int64_t **v, int64_t *n)
+{
+    static const int64_t def[3] = {0, 2, 3};
+    if (!ig__attr_ints(node, "axes", v, n)) *v = def, *n = 3;
+}
+
+static ingot_status mvn_axes(ig_infer *cx, int32_t rank, bool *mask)
+{
+    const int64_t *v;
+    int64_t n;
+    mvn_axes_attr(cx->node, &v, &n);
+    for (int32_t k = 0; k < rank; k++) mask[k] = false;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t a;
+        ingot_status st = ig__norm_axis(cx, v[i], rank, "axis in 'axes'", &a);
+        if (st != INGOT_OK) return st;
+        if (mask[a]) return ig__fail_shape(cx, "axis %" PRId64 " appears more than once in 'axes'", v[i]);
+        mask[a] = true;
+    }
+    return INGOT_OK;
+}
+
+static ingot_status mvn_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_FLOAT)) != INGOT_OK) return st;
+    const ig_value *x = ig__in(cx, 0);
+    bool mask[IG_MAX_RANK];
+    if (x->shape.rank >= 0 && (st = mvn_axes(cx, x->shape.rank, mask)) != INGOT_OK) return st;
+    return ig__set_out(cx, 0, x->dtype, &x->shape);
+}
+
+typedef struct mvn_job {
+    const ig_tensor *x;
+    ig_tensor *y;
+    int32_t nk, nr; /* kept and reduced dims */
+    int64_t ksize[IG_MAX_RANK], kstride[IG_MAX_RANK], rsize[IG_MAX_RANK], rstride[IG_MAX_RANK];
+    int64_t count; /* elements in a group */
+} mvn_job;
+
+/* Offset of element i of a row-major walk over n dims of the given sizes and strides. */
+static int64_t walk_offset(int64_t i, int32_t n, const int64_t *size, const int64_t *stride)
+{
+    int64_t off = 0;
+    for (int32_t k = n - 1; k >= 0; k--) {
+        off += (i % size[k]) * stride[k];
+        i /= size[k];
+    }
+    return off;
+}
+
+static void mvn_range(void *arg, int64_t b, int64_t e)
+{
+    const mvn_job *j = arg;
+    const ingot_dtype t = j->x->dtype;
+    for (int64_t g = b; g < e; g++) { /* one group: the elements that share the kept coordinates */
+        const int64_t base = walk_offset(g, j->nk, j->ksize, j->kstride);
+        double s = 0, q = 0;
+        for (int64_t m = 0; m < j->count; m++)
+            s += ig__elem_f64(t, j->x->data, base + walk_offset(m, j->nr, j->rsize, j->rstride));
+        const double mean = s / (double)j->count;
+        for (int64_t m = 0; m < j->count; m++) {
+            double d = ig__elem_f64(t, j->x->data, base + walk_offset(m, j->nr, j->rsize, j->rstride)) - mean;
+            q += d * d;
+        }
+        const double den = sqrt(q / (double)j->count) + 1e-9;
+        for (int64_t m = 0; m < j->count; m++) {
+            int64_t o = base + walk_offset(m, j->nr, j->rsize, j->rstride);
+            ig__elem_set_f64(t, j->y->data, o, (ig__elem_f64(t, j->x->data, o) - mean) / den);
+        }
+    }
+}
+
+static ingot_status mvn_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0];
+    const int64_t *v;
+    int64_t n;
+    mvn_axes_attr(ex->node, &v, &n);
+    bool mask[IG_MAX_RANK] = {false};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t a = v[i] < 0 ? v[i] + x->rank : v[i];
+        if (a < 0 || a >= x->rank)
+            return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "axis %" PRId64 " is out of range for rank %d", v[i],
+                                 (int)x->rank);
+        mask[a] = true;
+    }
+    mvn_job j = {.x = x, .y = ex->out[0], .count = 1};
+    int64_t stride[IG_MAX_RANK], groups = 1, s = 1;
+    for (int32_t k = x->rank - 1; k >= 0; k--) stride[k] = s, s *= x->dims[k];
+    for (int32_t k = 0; k < x->rank; k++) { /* outermost first: the order walk_offset counts in */
+        if (mask[k]) {
+            j.rsize[j.nr] = x->dims[k], j.rstride[j.nr++] = stride[k];
+            j.count *= x->dims[k];
+        } else {
+            j.ksize[j.nk] = x->dims[k], j.kstride[j.nk++] = stride[k];
+            groups *= x->dims[k];
+        }
+    }
+    if (x->numel == 0) return INGOT_OK;
+    ig__parallel_for(ex->pool, groups, 1 + (1 << 15) / j.count, mvn_range, &j);
+    return INGOT_OK;
+}
+
+const ig_op_def ig__op_mean_variance_normalization = {
+    .name = "MeanVarianceNormalization",
+    .since = 9,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .flags = IG_OP_INPLACE,
+    .infer = mvn_infer,
+    .cpu = mvn_cpu,
     .flops = group_norm_flops,
 };
 

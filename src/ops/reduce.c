@@ -1,7 +1,7 @@
 /*
  * reduce.c -- reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL1, ReduceL2,
- * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp, ReduceProd over a set of axes, and ArgMax/ArgMin along
- * one axis.
+ * ReduceSumSquare, ReduceLogSum, ReduceLogSumExp, ReduceProd over a set of axes; ArgMax/ArgMin, Hardmax
+ * and TopK along one axis.
  *
  * Axes come from the 'axes' attribute before opset 18 (13 for ReduceSum) and from the optional second
  * input after; empty axes mean "all axes", or "no reduction" with noop_with_empty_axes=1.
@@ -17,6 +17,7 @@
  * computed in double and truncated. LogSumExp keeps a running maximum, so no exp overflows.
  */
 #include "op.h"
+#include "ops_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -583,39 +584,45 @@ typedef struct argmax_args {
     bool min; /* ArgMin: the same walk with the comparisons reversed */
 } argmax_args;
 
+/* The index of the winning element of the line of n elements starting at off (stride inner). */
+static int64_t argmax_line(const argmax_args *a, int64_t off)
+{
+    const int64_t n = a->n, inner = a->inner;
+    int64_t best = 0;
+    /* "v beats m": v > m for ArgMax, v < m for ArgMin; ties go to the last index with select_last_index */
+#define BEATS(v, m) (a->min ? (a->last ? (v) <= (m) : (v) < (m)) : (a->last ? (v) >= (m) : (v) > (m)))
+    if (a->cat == 0) { /* NaN wins (numpy: the first NaN, or the last with select_last_index) */
+        double m = ld_real(a->dt, a->x, off);
+        for (int64_t j = 1; j < n; j++) {
+            double v = ld_real(a->dt, a->x, off + j * inner);
+            bool take = a->last ? (isnan(v) || (!isnan(m) && BEATS(v, m))) : (!isnan(m) && (BEATS(v, m) || isnan(v)));
+            if (take) m = v, best = j;
+        }
+    } else if (a->cat == 1) {
+        int64_t m = ld_int(a->dt, a->x, off);
+        for (int64_t j = 1; j < n; j++) {
+            int64_t v = ld_int(a->dt, a->x, off + j * inner);
+            if (BEATS(v, m)) m = v, best = j;
+        }
+    } else {
+        uint64_t m = (uint64_t)ld_int(a->dt, a->x, off);
+        for (int64_t j = 1; j < n; j++) {
+            uint64_t v = (uint64_t)ld_int(a->dt, a->x, off + j * inner);
+            if (BEATS(v, m)) m = v, best = j;
+        }
+    }
+#undef BEATS
+    return best;
+}
+
+/* Offset of the first element of line o of n elements at stride inner (lines are numbered outer-major,
+ * inner-minor). */
+static int64_t line_offset(int64_t o, int64_t n, int64_t inner) { return (o / inner) * n * inner + o % inner; }
+
 static void argmax_range(void *arg, int64_t begin, int64_t end)
 {
     const argmax_args *a = arg;
-    const int64_t n = a->n, inner = a->inner;
-    for (int64_t o = begin; o < end; o++) {
-        const int64_t off = (o / inner) * n * inner + o % inner;
-        int64_t best = 0;
-        /* "v beats m": v > m for ArgMax, v < m for ArgMin; ties go to the last index with select_last_index */
-#define BEATS(v, m) (a->min ? (a->last ? (v) <= (m) : (v) < (m)) : (a->last ? (v) >= (m) : (v) > (m)))
-        if (a->cat == 0) { /* NaN wins (numpy: the first NaN, or the last with select_last_index) */
-            double m = ld_real(a->dt, a->x, off);
-            for (int64_t j = 1; j < n; j++) {
-                double v = ld_real(a->dt, a->x, off + j * inner);
-                bool take =
-                    a->last ? (isnan(v) || (!isnan(m) && BEATS(v, m))) : (!isnan(m) && (BEATS(v, m) || isnan(v)));
-                if (take) m = v, best = j;
-            }
-        } else if (a->cat == 1) {
-            int64_t m = ld_int(a->dt, a->x, off);
-            for (int64_t j = 1; j < n; j++) {
-                int64_t v = ld_int(a->dt, a->x, off + j * inner);
-                if (BEATS(v, m)) m = v, best = j;
-            }
-        } else {
-            uint64_t m = (uint64_t)ld_int(a->dt, a->x, off);
-            for (int64_t j = 1; j < n; j++) {
-                uint64_t v = (uint64_t)ld_int(a->dt, a->x, off + j * inner);
-                if (BEATS(v, m)) m = v, best = j;
-            }
-        }
-#undef BEATS
-        a->y[o] = best;
-    }
+    for (int64_t o = begin; o < end; o++) a->y[o] = argmax_line(a, line_offset(o, a->n, a->inner));
 }
 
 static ingot_status argmax_cpu(ig_exec *ex)
@@ -661,5 +668,293 @@ const ig_op_def ig__op_arg_min = {
     .max_out = 1,
     .infer = argmax_infer,
     .cpu = argmax_cpu,
+    .flops = per_input_flops,
+};
+
+/* ---- Hardmax ---- */
+
+/* opset < 13: the input is coerced to 2-D [prod(d[:axis]), prod(d[axis:])] (axis default 1) and each
+ * row gets its one 1; opset >= 13: one 1 along the single axis (default -1). */
+static int64_t hardmax_default_axis(const ig_node *n) { return n->opset >= 13 ? -1 : 1; }
+
+static ingot_status hardmax_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_FLOAT)) != INGOT_OK) return st;
+    const ig_value *x = ig__in(cx, 0);
+    if (x->shape.rank >= 0) {
+        int32_t a;
+        int64_t axis = ig__attr_int(cx->node, "axis", hardmax_default_axis(cx->node));
+        if ((st = ig__norm_axis(cx, axis, x->shape.rank, "attribute 'axis'", &a)) != INGOT_OK) return st;
+    }
+    return ig__set_out(cx, 0, x->dtype, &x->shape);
+}
+
+typedef struct hardmax_args {
+    argmax_args a; /* the lines and their winner, as ArgMax finds it (the first maximum; NaN wins) */
+    void *y;
+} hardmax_args;
+
+/* Each line is read before any of it is written, and lines do not overlap: Y may be X's bytes. */
+static void hardmax_range(void *arg, int64_t begin, int64_t end)
+{
+    const hardmax_args *h = arg;
+    const argmax_args *a = &h->a;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t off = line_offset(o, a->n, a->inner), best = argmax_line(a, off);
+        for (int64_t j = 0; j < a->n; j++) ig__elem_set_f64(a->dt, h->y, off + j * a->inner, j == best ? 1.0 : 0.0);
+    }
+}
+
+static ingot_status hardmax_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0];
+    int64_t axis = ig__attr_int(ex->node, "axis", hardmax_default_axis(ex->node));
+    if (axis < -x->rank || axis >= x->rank)
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "axis %" PRId64 " is out of range for rank %d", axis,
+                             (int)x->rank);
+    int32_t a = (int32_t)(axis < 0 ? axis + x->rank : axis);
+    hardmax_args h = {.a = {.x = x->data, .dt = x->dtype, .cat = 0 /* float */, .n = 1, .inner = 1},
+                      .y = ex->out[0]->data};
+    for (int32_t k = a; k < x->rank; k++) {
+        if (ex->node->opset < 13 || k == a)
+            h.a.n *= x->dims[k];
+        else
+            h.a.inner *= x->dims[k];
+    }
+    if (x->numel == 0) return INGOT_OK;
+    int64_t lines = x->numel / h.a.n, grain = 32768 / h.a.n;
+    ig__parallel_for(ex->pool, lines, grain < 1 ? 1 : grain, hardmax_range, &h);
+    return INGOT_OK;
+}
+
+const ig_op_def ig__op_hardmax = {
+    .name = "Hardmax",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = 1,
+    .flags = IG_OP_INPLACE,
+    .infer = hardmax_infer,
+    .cpu = hardmax_cpu,
+    .flops = per_input_flops,
+};
+
+/* ---- TopK ----
+ *
+ * The k best elements of each line along the axis, best first, ties to the smaller index (ONNX
+ * Runtime's order, and the reference's). NaN ranks above +inf, as numpy sorts it (the reference sorts
+ * with numpy; ONNX Runtime's comparisons leave NaN's place undefined): first for largest=1, last for
+ * largest=0. -0 and +0 tie. sorted=0 leaves the order to the implementation: the output is sorted
+ * anyway, which the spec allows. Opset 1 takes k from an attribute, later opsets from input K. */
+
+#define TOPK_SLOTS 16 /* lines selected side by side at most (scratch slices) */
+
+static ingot_status topk_infer(ig_infer *cx)
+{
+    ingot_status st;
+    if ((st = ig__check_dtype(cx, 0, IG_TS_NUM)) != INGOT_OK) return st;
+    if ((st = ig__infer_flag(cx, "largest")) != INGOT_OK || (st = ig__infer_flag(cx, "sorted")) != INGOT_OK) return st;
+    const ig_value *x = ig__in(cx, 0);
+    int64_t k = 0;
+    bool k_known = true; /* false: K is decided at run time */
+    if (cx->node->opset < 10) {
+        const ig_attr *ka = ig__node_attr(cx->node, "k");
+        if (!ka || ka->type != IG_ATTR_INT)
+            return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "attribute 'k' is required before opset 10");
+        k = ka->i;
+    } else {
+        const ig_value *kv = ig__in(cx, 1);
+        if (!kv) return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "input 1 (K) is required from opset 10");
+        int64_t numel;
+        if (kv->dtype != INGOT_DTYPE_INT64)
+            return ig__fail(cx, INGOT_ERR_MODEL_INVALID, "input 1 '%s' (K) has dtype %s; expected int64", kv->name,
+                            ingot_dtype_name(kv->dtype));
+        if (kv->shape.rank > 1 || (ig__shape_numel(&kv->shape, &numel) && numel != 1))
+            return ig__fail_shape(cx, "input 1 '%s' (K) must hold exactly one value", kv->name);
+        k_known = ig__in_known(cx, 1);
+        if (k_known && (st = ig__in_ints(cx, 1, &k, 1, &numel)) != INGOT_OK) return st;
+    }
+    if (k_known && k < 0) return ig__fail_shape(cx, "k = %" PRId64 " is negative", k);
+    ig_shape out = {.rank = -1};
+    if (x->shape.rank >= 0) {
+        int32_t a;
+        if ((st = ig__norm_axis(cx, ig__attr_int(cx->node, "axis", -1), x->shape.rank, "attribute 'axis'", &a)) !=
+            INGOT_OK)
+            return st;
+        ig_dim d = x->shape.d[a];
+        if (k_known && ig__dim_known(d) && k > d.n)
+            return ig__fail_shape(cx, "k = %" PRId64 " is larger than axis %d of input '%s' (%" PRId64 " elements)", k,
+                                  (int)a, x->name, d.n);
+        out = x->shape;
+        out.d[a] = k_known ? ig__dim_const(k) : ig__dim_fresh(cx);
+    }
+    if ((st = ig__set_out(cx, 0, x->dtype, &out)) != INGOT_OK) return st;
+    return ig__set_out(cx, 1, INGOT_DTYPE_INT64, &out);
+}
+
+typedef struct topk_args {
+    const void *x;
+    void *values;
+    int64_t *indices;
+    ingot_dtype dt;
+    int cat; /* 0 float, 1 signed int, 2 unsigned int */
+    bool largest;
+    int64_t n, inner, k, lines, slots;
+    char *scratch; /* slots slices of slice bytes: n keys, then the heap (k <= n entries) */
+    size_t slice;
+} topk_args;
+
+/* An unsigned key whose order is the element order (larger key: larger element; NaN the largest). */
+static uint64_t topk_key(const topk_args *a, int64_t i)
+{
+    if (a->cat == 0) {
+        double v = ld_real(a->dt, a->x, i);
+        if (isnan(v)) return UINT64_MAX;
+        if (v == 0) v = 0; /* -0 ties with +0 */
+        uint64_t b;
+        memcpy(&b, &v, 8);
+        return b >> 63 ? ~b : b | (1ull << 63);
+    }
+    uint64_t u = (uint64_t)ld_int(a->dt, a->x, i);
+    return a->cat == 1 ? u ^ (1ull << 63) : u;
+}
+
+/* Element a of the line ranks below element b: a smaller key, or the same key at a later index. */
+static inline bool topk_below(const uint64_t *key, int64_t a, int64_t b)
+{
+    return key[a] < key[b] || (key[a] == key[b] && a > b);
+}
+
+/* Restore the heap h[0..m) (the lowest-ranked entry at the root) below position i. */
+static void topk_sift(const uint64_t *key, int64_t *h, int64_t i, int64_t m)
+{
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= m) return;
+        if (c + 1 < m && topk_below(key, h[c + 1], h[c])) c++;
+        if (!topk_below(key, h[c], h[i])) return;
+        int64_t tmp = h[i];
+        h[i] = h[c];
+        h[c] = tmp;
+        i = c;
+    }
+}
+
+/* Slot s selects lines [s * lines / slots, (s + 1) * lines / slots): a heap of the k best seen so far
+ * (O(n log k) a line), then sorted in place, best first. */
+static void topk_slots(void *arg, int64_t begin, int64_t end)
+{
+    const topk_args *a = arg;
+    const size_t es = ingot_dtype_size(a->dt);
+    const int64_t n = a->n, inner = a->inner, k = a->k;
+    for (int64_t s = begin; s < end; s++) {
+        uint64_t *key = (uint64_t *)(void *)(a->scratch + (size_t)s * a->slice);
+        int64_t *h = (int64_t *)(void *)(key + n);
+        for (int64_t o = s * a->lines / a->slots; o < (s + 1) * a->lines / a->slots; o++) {
+            const int64_t off = line_offset(o, n, inner), yoff = line_offset(o, k, inner);
+            for (int64_t j = 0; j < n; j++)
+                key[j] = a->largest ? topk_key(a, off + j * inner) : ~topk_key(a, off + j * inner);
+            for (int64_t j = 0; j < k; j++) h[j] = j;
+            for (int64_t j = k / 2 - 1; j >= 0; j--) topk_sift(key, h, j, k);
+            for (int64_t j = k; j < n; j++)
+                if (topk_below(key, h[0], j)) {
+                    h[0] = j;
+                    topk_sift(key, h, 0, k);
+                }
+            for (int64_t m = k - 1; m > 0; m--) { /* the lowest-ranked goes last */
+                int64_t tmp = h[0];
+                h[0] = h[m];
+                h[m] = tmp;
+                topk_sift(key, h, 0, m);
+            }
+            for (int64_t j = 0; j < k; j++) {
+                if (a->values)
+                    memcpy((char *)a->values + (size_t)(yoff + j * inner) * es,
+                           (const char *)a->x + (size_t)(off + h[j] * inner) * es, es);
+                if (a->indices) a->indices[yoff + j * inner] = h[j];
+            }
+        }
+    }
+}
+
+/* The lines of a TopK node: their count and length, the stride of their elements, the slots. */
+static void topk_geometry(int32_t rank, const int64_t *dims, int32_t axis, topk_args *a)
+{
+    int64_t outer = 1;
+    a->n = dims[axis];
+    a->inner = 1;
+    for (int32_t k = 0; k < axis; k++) outer *= dims[k];
+    for (int32_t k = axis + 1; k < rank; k++) a->inner *= dims[k];
+    a->lines = outer * a->inner;
+    a->slots = a->lines < TOPK_SLOTS ? a->lines : TOPK_SLOTS;
+    a->slice = ((size_t)a->n * 16 + 63) & ~(size_t)63; /* n keys and at most n heap entries */
+}
+
+static int32_t topk_axis(const ig_node *n, int32_t rank)
+{
+    int64_t a = ig__attr_int(n, "axis", -1);
+    return (int32_t)(a < 0 ? a + rank : a);
+}
+
+static size_t topk_scratch(const ig_graph *g, const ig_node *n)
+{
+    const ig_value *x = graph_in(g, n, 0);
+    if (!x || x->shape.rank <= 0) return 0;
+    int64_t dims[IG_MAX_RANK];
+    for (int32_t k = 0; k < x->shape.rank; k++) dims[k] = x->shape.d[k].n;
+    int32_t axis = topk_axis(n, x->shape.rank);
+    if (axis < 0 || axis >= x->shape.rank) return 0;
+    topk_args a;
+    topk_geometry(x->shape.rank, dims, axis, &a);
+    return (size_t)a.slots * a.slice;
+}
+
+static ingot_status topk_cpu(ig_exec *ex)
+{
+    const ig_tensor *x = ex->in[0], *kt = ex->n_in > 1 ? ex->in[1] : NULL;
+    ig_tensor *v = ex->out[0], *ix = ex->n_out > 1 ? ex->out[1] : NULL;
+    int32_t axis = topk_axis(ex->node, x->rank);
+    if (axis < 0 || axis >= x->rank)
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "axis is out of range for rank %d", (int)x->rank);
+    int64_t k = ex->node->opset < 10   ? ig__attr_int(ex->node, "k", -1)
+                : kt && kt->numel == 1 ? ig__elem_i64(kt->dtype, kt->data, 0)
+                                       : -1;
+    ig_tensor *shaped = v ? v : ix;
+    if (k < 0 || k > x->dims[axis] || (shaped && shaped->dims[axis] != k))
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE,
+                             "k = %" PRId64 " is not in [0, %" PRId64 "] (axis %d of the input), or K is not one value",
+                             k, x->dims[axis], (int)axis);
+    topk_args a = {.x = x->data,
+                   .values = v ? v->data : NULL,
+                   .indices = ix ? ix->data : NULL,
+                   .dt = x->dtype,
+                   .cat = ig__dtype_is_float(x->dtype) ? 0
+                          : is_unsigned(x->dtype)      ? 2
+                                                       : 1,
+                   .largest = ig__attr_int(ex->node, "largest", 1) != 0,
+                   .k = k};
+    topk_geometry(x->rank, x->dims, axis, &a);
+    if (k == 0 || a.lines == 0) return INGOT_OK;
+    void *own;
+    ingot_status st = ig__exec_scratch(ex, (size_t)a.slots * a.slice, &a.scratch, &own);
+    if (st != INGOT_OK) return st;
+    ig__parallel_for(ex->pool, a.slots, 1, topk_slots, &a);
+    if (own) ig__free_aligned(own);
+    return INGOT_OK;
+}
+
+const ig_op_def ig__op_top_k = {
+    .name = "TopK",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 2,
+    .min_out = 2,
+    .max_out = 2,
+    .shape_inputs = 1u << 1,
+    .infer = topk_infer,
+    .cpu = topk_cpu,
+    .cpu_scratch = topk_scratch,
     .flops = per_input_flops,
 };

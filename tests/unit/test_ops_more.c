@@ -2,8 +2,8 @@
  * test_ops_more.c -- the ops of issue 10 ("op coverage"): the new pointwise unaries (their CPU kernels
  * against the definitions in double, and bit for bit against their Pointwise translation), the new
  * reductions and ArgMin, CumSum, Trilu, ScatterND/ScatterElements/GatherND, Einsum, GroupNormalization,
- * BatchNormalization in training mode, Size, SpaceToDepth and the n-ary integer/bool ops; with the
- * errors that must name the node.
+ * BatchNormalization in training mode, Size, SpaceToDepth and the n-ary integer/bool ops; OneHot,
+ * LpNormalization and MeanVarianceNormalization; with the errors that must name the node.
  */
 #include "fused_util.h"
 #include "ops/ops_internal.h"
@@ -699,8 +699,158 @@ TEST(size_space_to_depth_nary)
     t_free(&t);
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* OneHot, LpNormalization, MeanVarianceNormalization                                              */
+
+TEST(onehot_axes_negative_and_out_of_range)
+{
+    T t;
+    t_init(&t);
+    int64_t di[2] = {2, 2}, two = 2;
+    int64_t ind[4] = {0, -1, 3, 5};
+    int32_t vals[2] = {2, 7}; /* off, on */
+    float depth = 4.0f;
+    t_const(&t, "ind", INGOT_DTYPE_INT64, 2, di, ind);
+    t_const(&t, "depth", INGOT_DTYPE_FLOAT, 0, NULL, &depth);
+    t_const(&t, "vals", INGOT_DTYPE_INT32, 1, &two, vals);
+    R r;
+    ig_node *n = t_node(&t, "OneHot", 11, "ind,depth,vals", "y");
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_STREQ(shp(&t, "y"), "[2,2,4]");
+    ASSERT_EQ(r.out[0].dtype, INGOT_DTYPE_INT32);
+    /* 0 -> first, -1 -> last (counted from the end of depth), 3 -> last, 5 -> all off */
+    const int32_t w[16] = {7, 2, 2, 2, 2, 2, 2, 7, 2, 2, 2, 7, 2, 2, 2, 2};
+    ASSERT(!memcmp(r.out[0].data, w, sizeof w));
+    r_free(&r);
+    /* the new axis first: y[d, i, j] */
+    n = t_node(&t, "OneHot", 11, "ind,depth,vals", "y0");
+    a_int(n, "axis", -3);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_STREQ(shp(&t, "y0"), "[4,2,2]");
+    for (int d = 0; d < 4; d++)
+        for (int i = 0; i < 4; i++) ASSERT_EQ(((int32_t *)r.out[0].data)[d * 4 + i], w[i * 4 + d]);
+    r_free(&r);
+    /* opset 9: negative indices are out of range */
+    n = t_node(&t, "OneHot", 9, "ind,depth,vals", "y9");
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    for (int k = 4; k < 8; k++) ASSERT_EQ(((int32_t *)r.out[0].data)[k], 2);
+    r_free(&r);
+    /* a symbolic batch of indices keeps its name; a run-time depth gives an unknown dim */
+    ig_dim bd[1] = {S(&t, "batch")};
+    t_input(&t, "sind", INGOT_DTYPE_INT32, 1, bd);
+    n = t_node(&t, "OneHot", 11, "sind,depth,vals", "ys");
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
+    ASSERT_STREQ(shp(&t, "ys"), "[batch,4]");
+    ig_dim one[1] = {D(1)};
+    t_input(&t, "din", INGOT_DTYPE_INT64, 1, one);
+    n = t_node(&t, "OneHot", 11, "sind,din,vals", "yd");
+    a_int(n, "axis", 0);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
+    ASSERT(!ig__dim_known(V(&t, "yd")->shape.d[0]));
+    /* errors */
+    int64_t three = 3;
+    int32_t v3[3] = {0, 1, 2};
+    t_const(&t, "v3", INGOT_DTYPE_INT32, 1, &three, v3);
+    n = t_node(&t, "OneHot", 11, "ind,depth,v3", "ye");
+    n->name = "oh_bad";
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "oh_bad");
+    ASSERT_CONTAINS(t.err.msg, "[off_value, on_value]");
+    float neg = -2;
+    t_const(&t, "dneg", INGOT_DTYPE_FLOAT, 0, NULL, &neg);
+    n = t_node(&t, "OneHot", 11, "ind,dneg,vals", "ye2");
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "depth = -2");
+    n = t_node(&t, "OneHot", 11, "ind,depth,vals", "ye3");
+    a_int(n, "axis", 3);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    t_free(&t);
+}
+
+TEST(lp_normalization_p1_p2_zero)
+{
+    T t;
+    t_init(&t);
+    int64_t d[2] = {2, 2};
+    float x[4] = {3, -4, 0, 0};
+    t_f32(&t, "x", 2, d, x);
+    R r;
+    ig_node *n = t_node(&t, "LpNormalization", 1, "x", "y2");
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    const float w2[4] = {0.6f, -0.8f, 0, 0}; /* a zero norm gives 0, not NaN */
+    for (int i = 0; i < 4; i++) ASSERT_NEAR(elem(&r.out[0], i), w2[i], 1e-7);
+    r_free(&r);
+    n = t_node(&t, "LpNormalization", 1, "x", "y1");
+    a_int(n, "p", 1);
+    a_int(n, "axis", 0);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    const float w1[4] = {1, -1, 0, 0};
+    for (int i = 0; i < 4; i++) ASSERT_EQ(elem(&r.out[0], i), w1[i]);
+    r_free(&r);
+    double xd[4] = {1, 2, 2, 4};
+    t_const(&t, "xd", INGOT_DTYPE_DOUBLE, 2, d, xd);
+    n = t_node(&t, "LpNormalization", 1, "xd", "yd");
+    a_int(n, "p", 1);
+    a_int(n, "axis", -1);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(elem(&r.out[0], 0), 1.0 / 3);
+    ASSERT_EQ(elem(&r.out[0], 3), 4.0 / 6);
+    r_free(&r);
+    n = t_node(&t, "LpNormalization", 1, "x", "y3");
+    n->name = "lp_bad";
+    a_int(n, "p", 3);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_UNSUPPORTED_OP);
+    ASSERT_CONTAINS(t.err.msg, "lp_bad");
+    ASSERT_CONTAINS(t.err.msg, "'p' = 3");
+    n = t_node(&t, "LpNormalization", 1, "x", "y4");
+    a_int(n, "axis", 2);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    t_free(&t);
+}
+
+TEST(mvn_default_axes_and_errors)
+{
+    T t;
+    t_init(&t);
+    /* default axes [0, 2, 3]: statistics per channel over N, H, W */
+    int64_t d[4] = {2, 2, 1, 2};
+    float x[8] = {1, 3, 5, 5, 5, 7, 1, 1}; /* channel 0: 1 3 5 7; channel 1: 5 5 1 1 */
+    t_f32(&t, "x", 4, d, x);
+    R r;
+    ig_node *n = t_node(&t, "MeanVarianceNormalization", 13, "x", "y");
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    double s0 = sqrt(5.0) + 1e-9, s1 = 2.0 + 1e-9;
+    const double w[8] = {-3 / s0, -1 / s0, 2 / s1, 2 / s1, 1 / s0, 3 / s0, -2 / s1, -2 / s1};
+    for (int i = 0; i < 8; i++) ASSERT_NEAR(elem(&r.out[0], i), w[i], 1e-6);
+    r_free(&r);
+    /* axes [-1] on [2, 3]: per row; a constant row gives 0 (divided by 1e-9), not NaN */
+    int64_t d2[2] = {2, 3};
+    float x2[6] = {1, 2, 3, 4, 4, 4};
+    t_f32(&t, "x2", 2, d2, x2);
+    n = t_node(&t, "MeanVarianceNormalization", 13, "x2", "y2");
+    int64_t ax[1] = {-1};
+    a_ints(&t, n, "axes", 1, ax);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    double s = sqrt(2.0 / 3) + 1e-9;
+    const double w2[6] = {-1 / s, 0, 1 / s, 0, 0, 0};
+    for (int i = 0; i < 6; i++) ASSERT_NEAR(elem(&r.out[0], i), w2[i], 1e-6);
+    r_free(&r);
+    /* the default axes need rank 4 */
+    n = t_node(&t, "MeanVarianceNormalization", 13, "x2", "y3");
+    n->name = "mvn_bad";
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "mvn_bad");
+    n = t_node(&t, "MeanVarianceNormalization", 13, "x", "y4");
+    int64_t dup[2] = {1, -3};
+    a_ints(&t, n, "axes", 2, dup);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "more than once");
+    t_free(&t);
+}
+
 TEST_MAIN(RUN(unary_kernels_match_definition_and_program); RUN(unary_fp16_and_sign_on_integers);
           RUN(unary_errors_name_the_node); RUN(reduce_more_float); RUN(reduce_more_int_and_argmin); RUN(cumsum_modes);
           RUN(trilu_upper_lower); RUN(scatter_nd_reductions_and_bounds); RUN(scatter_elements_and_gather_nd);
           RUN(einsum_forms); RUN(group_normalization_21_and_18); RUN(batchnorm_training_kernel);
-          RUN(size_space_to_depth_nary))
+          RUN(size_space_to_depth_nary); RUN(onehot_axes_negative_and_out_of_range); RUN(lp_normalization_p1_p2_zero);
+          RUN(mvn_default_axes_and_errors))

@@ -1,5 +1,6 @@
 /*
- * test_ops_norm.c -- the norm, reduce and resize op families (src/ops/norm.c, reduce.c, resize.c):
+ * test_ops_norm.c -- the norm, reduce and resize op families (src/ops/norm.c, reduce.c, resize.c;
+ * Hardmax and TopK live in reduce.c beside ArgMax):
  * CPU kernels against hand-computed values and naive references (index arithmetic in double),
  * type/shape inference with a symbolic batch, opset differences, error messages, FLOPs, and
  * threaded runs matching serial ones.
@@ -669,6 +670,212 @@ TEST(argmax_ties_nan_opsets)
     t_free(&t);
 }
 
+/* ==== Hardmax, TopK ==== */
+
+TEST(hardmax_opsets_nan_and_errors)
+{
+    T t;
+    t_init(&t);
+    R r;
+    int64_t d[2] = {2, 3};
+    float x[6] = {1, 3, 3, NAN, 0, 2};
+    t_f32(&t, "x", 2, d, x);
+    /* opset 13 along the last axis: the first maximum; NaN wins as in ArgMax */
+    ig_node *n = t_node(&t, "Hardmax", 13, "x", "y13");
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    const float w13[6] = {0, 1, 0, 1, 0, 0};
+    for (int i = 0; i < 6; i++) ASSERT_EQ(getf(&r.out[0], i), w13[i]);
+    r_free(&r);
+    /* opset 13 along axis 0: one 1 per column */
+    n = t_node(&t, "Hardmax", 13, "x", "y13a0");
+    a_int(n, "axis", 0);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    const float w13a0[6] = {0, 1, 1, 1, 0, 0};
+    for (int i = 0; i < 6; i++) ASSERT_EQ(getf(&r.out[0], i), w13a0[i]);
+    r_free(&r);
+    /* opset 11, axis 0: X coerced to [1, 6], one 1 in all */
+    n = t_node(&t, "Hardmax", 11, "x", "y11");
+    a_int(n, "axis", 0);
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    for (int i = 0; i < 6; i++) ASSERT_EQ(getf(&r.out[0], i), i == 3 ? 1 : 0);
+    r_free(&r);
+    /* opset 11 default axis 1 on [2, 3]: per row, like opset 13 here */
+    n = t_node(&t, "Hardmax", 11, "x", "y11d");
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    for (int i = 0; i < 6; i++) ASSERT_EQ(getf(&r.out[0], i), w13[i]);
+    r_free(&r);
+    n = t_node(&t, "Hardmax", 13, "x", "ybad");
+    n->name = "hm_bad";
+    a_int(n, "axis", 2);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "hm_bad");
+    ASSERT_CONTAINS(t.err.msg, "axis");
+    int32_t xi[2] = {1, 2};
+    int64_t two = 2;
+    t_const(&t, "xi", INGOT_DTYPE_INT32, 1, &two, xi);
+    n = t_node(&t, "Hardmax", 13, "xi", "yi");
+    ASSERT(t_infer(&t, n) != INGOT_OK); /* float types only */
+    t_free(&t);
+}
+
+/* TopK of x along `axis` with K = k: values (as double) and indices against the expected ones. */
+static void check_topk(T *t, const char *x, int opset, int64_t axis, int64_t k, int largest, const double *wv,
+                       const int64_t *wi, int64_t count)
+{
+    static int id;
+    char kn[16], vn[16], in[16], ins[40];
+    snprintf(kn, sizeof kn, "k%d", id);
+    snprintf(vn, sizeof vn, "v%d", id);
+    snprintf(in, sizeof in, "i%d", id++);
+    t_i64(t, kn, 1, &k);
+    snprintf(ins, sizeof ins, "%s,%s", x, kn);
+    char outs[40];
+    snprintf(outs, sizeof outs, "%s,%s", vn, in);
+    ig_node *n = t_node(t, "TopK", opset, ins, outs);
+    a_int(n, "axis", axis);
+    a_int(n, "largest", largest);
+    R r;
+    ASSERT_EQ(t_run(t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(r.out[0].numel, count);
+    ASSERT_EQ(r.out[1].dtype, INGOT_DTYPE_INT64);
+    for (int64_t i = 0; i < count; i++) {
+        double got = getf(&r.out[0], i);
+        if (!(isnan(wv[i]) ? isnan(got) : got == wv[i]) || geti(&r.out[1], i) != wi[i])
+            TEST_FAIL_("TopK(%s, axis %d, k %d, largest %d) [%d]: got %g at %d, want %g at %d", x, (int)axis, (int)k,
+                       largest, (int)i, got, (int)geti(&r.out[1], i), wv[i], (int)wi[i]);
+    }
+    r_free(&r);
+}
+
+TEST(topk_ties_nan_axes)
+{
+    T t;
+    t_init(&t);
+    int64_t d[2] = {2, 5};
+    float x[10] = {3, 1, 3, NAN, 2, -0.0f, 0, 5, 5, -1};
+    t_f32(&t, "x", 2, d, x);
+    /* largest: NaN first, equal values by index, -0 and +0 tie */
+    const double v1[6] = {NAN, 3, 3, 5, 5, -0.0}, v0[6] = {1, 2, 3, -1, -0.0, 0};
+    const int64_t i1[6] = {3, 0, 2, 2, 3, 0}, i0[6] = {1, 4, 0, 4, 0, 1};
+    check_topk(&t, "x", 11, -1, 3, 1, v1, i1, 6);
+    check_topk(&t, "x", 11, 1, 3, 0, v0, i0, 6); /* smallest: NaN last */
+    const double vall[10] = {1, 2, 3, 3, NAN, -1, -0.0, 0, 5, 5};
+    const int64_t iall[10] = {1, 4, 0, 2, 3, 4, 0, 1, 2, 3};
+    check_topk(&t, "x", 11, -1, 5, 0, vall, iall, 10);
+    /* along axis 0 of an integer tensor: lines strided by the inner size */
+    int64_t di[2] = {3, 2};
+    int32_t xi[6] = {5, -7, 5, 9, 1, 9};
+    t_const(&t, "xi", INGOT_DTYPE_INT32, 2, di, xi);
+    const double vi1[4] = {5, 9, 5, 9}, vi0[4] = {1, -7, 5, 9};
+    const int64_t ii1[4] = {0, 1, 1, 2}, ii0[4] = {2, 0, 0, 1};
+    check_topk(&t, "xi", 11, 0, 2, 1, vi1, ii1, 4);
+    check_topk(&t, "xi", 11, -2, 2, 0, vi0, ii0, 4);
+    /* uint64 above INT64_MAX ranks above smaller values (compared unsigned) */
+    int64_t three = 3;
+    uint64_t xu[3] = {1, UINT64_MAX, 1ull << 63};
+    t_const(&t, "xu", INGOT_DTYPE_UINT64, 1, &three, xu);
+    ig_node *n = t_node(&t, "TopK", 11, "xu,k0", "vu,iu");
+    R r;
+    ASSERT_EQ(t_run(&t, n, NULL, &r), INGOT_OK);
+    ASSERT_EQ(((uint64_t *)r.out[0].data)[0], UINT64_MAX);
+    ASSERT_EQ(((uint64_t *)r.out[0].data)[1], 1ull << 63);
+    ASSERT_EQ(geti(&r.out[1], 2), 0);
+    r_free(&r);
+    t_free(&t);
+}
+
+TEST(topk_infer_and_errors)
+{
+    T t;
+    t_init(&t);
+    ig_dim sd[2] = {S(&t, "batch"), D(6)};
+    t_input(&t, "s", INGOT_DTYPE_FLOAT, 2, sd);
+    int64_t k2 = 2, k9 = 9, km = -1;
+    t_i64(&t, "k2", 1, &k2);
+    t_i64(&t, "k9", 1, &k9);
+    t_i64(&t, "km", 1, &km);
+    ig_node *n = t_node(&t, "TopK", 11, "s,k2", "v,i");
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
+    ASSERT_STREQ(shp(&t, "v"), "[batch,2]");
+    ASSERT_STREQ(shp(&t, "i"), "[batch,2]");
+    ASSERT_EQ(V(&t, "i")->dtype, INGOT_DTYPE_INT64);
+    /* K decided at run time: the dim is unknown, the rest kept */
+    ig_dim kd[1] = {D(1)};
+    t_input(&t, "kin", INGOT_DTYPE_INT64, 1, kd);
+    n = t_node(&t, "TopK", 11, "s,kin", "v2,i2");
+    a_int(n, "axis", 0);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
+    ASSERT(!ig__dim_known(V(&t, "v2")->shape.d[0]));
+    ASSERT_EQ(V(&t, "v2")->shape.d[1].n, 6);
+    /* opset 1: k is an attribute */
+    n = t_node(&t, "TopK", 1, "s", "v3,i3");
+    a_int(n, "k", 4);
+    ASSERT_EQ(t_infer(&t, n), INGOT_OK);
+    ASSERT_STREQ(shp(&t, "v3"), "[batch,4]");
+    n = t_node(&t, "TopK", 11, "s,k9", "v4,i4");
+    n->name = "topk_big";
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "topk_big");
+    ASSERT_CONTAINS(t.err.msg, "k = 9 is larger than axis 1");
+    n = t_node(&t, "TopK", 11, "s,km", "v5,i5");
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    ASSERT_CONTAINS(t.err.msg, "k = -1 is negative");
+    n = t_node(&t, "TopK", 11, "s,k2", "v6,i6");
+    a_int(n, "largest", 2);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID);
+    ASSERT_CONTAINS(t.err.msg, "'largest'");
+    n = t_node(&t, "TopK", 11, "s,k2", "v7,i7");
+    a_int(n, "axis", -3);
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_SHAPE);
+    n = t_node(&t, "TopK", 1, "s", "v8,i8");
+    ASSERT_EQ(t_infer(&t, n), INGOT_ERR_MODEL_INVALID); /* no 'k' */
+    ASSERT_CONTAINS(t.err.msg, "'k'");
+    t_free(&t);
+}
+
+/* more lines than scratch slots, split across threads: the same bytes as a serial run, and each line
+ * sorted best first with its indices pointing at its values */
+TEST(topk_threads_match_serial)
+{
+    struct ig_pool *pool = ig__pool_create(3);
+    int64_t d[3] = {5, 40, 7}, n = numel_of(3, d), k = 9;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    fill_rand(x, n);
+    for (int64_t i = 0; i < n; i += 5) x[i] = x[i / 2]; /* ties */
+    T t;
+    t_init(&t);
+    t_f32(&t, "x", 3, d, x);
+    t_i64(&t, "k", 1, &k);
+    ig_node *nd = t_node(&t, "TopK", 11, "x,k", "v,i");
+    a_int(nd, "axis", 1);
+    R r1, r2;
+    ASSERT_EQ(t_run(&t, nd, NULL, &r1), INGOT_OK);
+    ASSERT_EQ(t_run(&t, nd, pool, &r2), INGOT_OK);
+    ASSERT(!memcmp(r1.out[0].data, r2.out[0].data, sizeof(float) * 5 * 9 * 7));
+    ASSERT(!memcmp(r1.out[1].data, r2.out[1].data, sizeof(int64_t) * 5 * 9 * 7));
+    for (int64_t a = 0; a < 5; a++)
+        for (int64_t c = 0; c < 7; c++) {
+            int64_t above = 0; /* elements of the line that rank above the k-th */
+            double kth = getf(&r1.out[0], (a * 9 + 8) * 7 + c);
+            for (int64_t j = 0; j < 40; j++) above += x[(a * 40 + j) * 7 + c] > kth;
+            ASSERT(above < 9);
+            for (int64_t j = 0; j < 9; j++) {
+                int64_t o = (a * 9 + j) * 7 + c, src = geti(&r1.out[1], o);
+                ASSERT_EQ(getf(&r1.out[0], o), x[(a * 40 + src) * 7 + c]);
+                if (j) {
+                    double prev = getf(&r1.out[0], o - 7);
+                    ASSERT(prev > getf(&r1.out[0], o) ||
+                           (prev == getf(&r1.out[0], o) && geti(&r1.out[1], o - 7) < src));
+                }
+            }
+        }
+    r_free(&r1);
+    r_free(&r2);
+    t_free(&t);
+    free(x);
+    ig__pool_destroy(pool);
+}
+
 /* ==== Resize, Upsample ==== */
 
 static const float roi_none = 0;
@@ -1071,5 +1278,7 @@ TEST_MAIN(RUN(softmax_hand_values); RUN(softmax_opset_semantics); RUN(softmax_de
           RUN(layernorm_infer); RUN(layernorm_broadcast_scale); RUN(instancenorm_random); RUN(batchnorm_opsets);
           RUN(batchnorm_infer_and_errors); RUN(reduce_all_axis_subsets); RUN(reduce_integers_exact);
           RUN(reduce_empty_and_noop); RUN(reduce_infer_symbolic_and_errors); RUN(argmax_ties_nan_opsets);
-          RUN(resize_hand_values); RUN(resize_legacy_opsets); RUN(resize_integer_rounding); RUN(resize_infer_symbolic);
-          RUN(resize_errors); RUN(threads_match_serial); RUN(depth_to_space_modes); RUN(flops_conventions))
+          RUN(hardmax_opsets_nan_and_errors); RUN(topk_ties_nan_axes); RUN(topk_infer_and_errors);
+          RUN(topk_threads_match_serial); RUN(resize_hand_values); RUN(resize_legacy_opsets);
+          RUN(resize_integer_rounding); RUN(resize_infer_symbolic); RUN(resize_errors); RUN(threads_match_serial);
+          RUN(depth_to_space_modes); RUN(flops_conventions))
