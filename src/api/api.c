@@ -100,8 +100,7 @@ void ig__api_ctx_clear(const ingot_context *c)
     if (c) ig__err_clear(&((ingot_context *)c)->err);
 }
 
-static ingot_status ctx_fail(const ingot_context *c, ingot_status st, const char *fmt, ...) IG_PRINTF(3, 4);
-static ingot_status ctx_fail(const ingot_context *c, ingot_status st, const char *fmt, ...)
+ingot_status ig__api_ctx_failf(const ingot_context *c, ingot_status st, const char *fmt, ...)
 {
     ig_err e = {0};
     va_list ap;
@@ -1144,9 +1143,11 @@ ingot_status ingot_context_run(ingot_context *c, const ingot_tensor *inputs, int
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
     c->ran = false;
-    if (n_inputs < 0) return ctx_fail(c, INGOT_ERR_INVALID_ARG, "ingot_context_run: n_inputs is %" PRId64, n_inputs);
+    if (n_inputs < 0)
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_context_run: n_inputs is %" PRId64, n_inputs);
     if (n_inputs > 0 && !inputs)
-        return ctx_fail(c, INGOT_ERR_INVALID_ARG, "ingot_context_run: inputs is NULL with n_inputs %" PRId64, n_inputs);
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_context_run: inputs is NULL with n_inputs %" PRId64,
+                                 n_inputs);
     ig_err err = {0};
     ingot_status st = ig__api_ctx_bind_infer(c, inputs, n_inputs, &err);
     if (st != INGOT_OK) return ig__api_ctx_fail(c, &err);
@@ -1172,13 +1173,15 @@ ingot_status ingot_context_get_output(const ingot_context *c, int64_t i, ingot_t
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
-    if (!out) return ctx_fail(c, INGOT_ERR_INVALID_ARG, "ingot_context_get_output: out is NULL");
+    if (!out) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_context_get_output: out is NULL");
     const ig_graph *g = &c->graph;
     if (i < 0 || i >= g->n_outputs)
-        return ctx_fail(c, INGOT_ERR_INVALID_ARG, "output index %" PRId64 " out of range (the model has %d outputs)", i,
-                        (int)g->n_outputs);
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG,
+                                 "output index %" PRId64 " out of range (the model has %d outputs)", i,
+                                 (int)g->n_outputs);
     if (!c->ran)
-        return ctx_fail(c, INGOT_ERR_INVALID_ARG, "the context has no outputs: it has not run, or its last run failed");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG,
+                                 "the context has no outputs: it has not run, or its last run failed");
     if (c->cuda) {
         ig_err err = {0};
         if (ig__api_cuda_get_output(c, i, out, &err) != INGOT_OK) return ig__api_ctx_fail(c, &err);
@@ -1200,9 +1203,10 @@ ingot_status ingot_context_memory_info(const ingot_context *c, ingot_memory_info
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
-    if (!out) return ctx_fail(c, INGOT_ERR_INVALID_ARG, "ingot_context_memory_info: out is NULL");
+    if (!out) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_context_memory_info: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!c->prepared || c->cuda) return ctx_fail(c, INGOT_ERR_INVALID_ARG, "the context has not run on the CPU yet");
+    if (!c->prepared || c->cuda)
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context has not run on the CPU yet");
     out->arena_bytes = c->exec.arena_bytes;
     out->weights_bytes = c->engine->weights.bytes;
     out->io_bytes = c->exec.inputs_bytes;

@@ -184,16 +184,7 @@ int ingot_cuda_available(char *why, size_t n)
 
 static ingot_status not_cuda(const ingot_context *c)
 {
-    ig_err e = {0};
-    ig__errf(&e, INGOT_ERR_INVALID_ARG, "the context does not belong to a CUDA engine");
-    return ig__api_ctx_fail(c, &e);
-}
-
-static ingot_status ctx_failf(const ingot_context *c, ingot_status st, const char *msg)
-{
-    ig_err e = {0};
-    ig__errf(&e, st, "%s", msg);
-    return ig__api_ctx_fail(c, &e);
+    return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context does not belong to a CUDA engine");
 }
 
 ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
@@ -206,9 +197,9 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
     const ig_graph *g = &c->graph;
     ig_err err = {0};
     if (g->n_inputs > MAX_IO || g->n_outputs > MAX_IO)
-        return ctx_failf(c, INGOT_ERR_MODEL_UNSUPPORTED_OP, "more than 64 inputs or outputs");
+        return ig__api_ctx_failf(c, INGOT_ERR_MODEL_UNSUPPORTED_OP, "more than 64 inputs or outputs");
     if (n_inputs < 0 || n_outputs < 0 || (n_inputs > 0 && !inputs) || (n_outputs > 0 && !outputs))
-        return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_enqueue: NULL array or negative count");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_enqueue: NULL array or negative count");
     /* the common case first: the shapes of the current instance, no host work beyond pointer checks */
     const void *in_ptr[MAX_IO] = {0};
     int32_t ranks[MAX_IO];
@@ -234,8 +225,9 @@ ingot_status ingot_cuda_context_enqueue(ingot_context *c, const ingot_tensor *in
         /* a new shape: bind, infer, prepare (plans, may grow the arena, tunes, synchronises) */
         for (int32_t i = 0; i < g->n_inputs; i++)
             if (g->values[g->inputs[i]].flags & IG_VAL_SHAPE_INPUT)
-                return ctx_failf(c, INGOT_ERR_INPUT,
-                                 "the model has inputs whose values decide shapes; run it with ingot_context_run");
+                return ig__api_ctx_failf(
+                    c, INGOT_ERR_INPUT,
+                    "the model has inputs whose values decide shapes; run it with ingot_context_run");
         ingot_status st = ig__api_ctx_bind_infer(c, inputs, n_inputs, &err);
         if (st == INGOT_OK) st = ig__cuda_ctx_select(c->cuda, g, &err);
         if (st != INGOT_OK) return ig__api_ctx_fail(c, &err);
@@ -289,16 +281,16 @@ ingot_status ingot_cuda_context_output_info(const ingot_context *c, int64_t i, i
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
-    if (!out) return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_output_info: out is NULL");
+    if (!out) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_output_info: out is NULL");
     if (!c->cuda) return not_cuda(c);
     const ig_graph *g = &c->graph;
-    if (i < 0 || i >= g->n_outputs) return ctx_failf(c, INGOT_ERR_INVALID_ARG, "output index out of range");
+    if (i < 0 || i >= g->n_outputs) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "output index out of range");
     memset(out, 0, sizeof *out);
     int32_t rank = 0;
     ingot_dtype dt = INGOT_DTYPE_UNDEFINED;
     size_t bytes = 0;
     if (ig__cuda_ctx_output_shape(c->cuda, (int32_t)i, &rank, out->dims, &dt, &bytes) != INGOT_OK)
-        return ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context has no prepared shape yet");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context has no prepared shape yet");
     out->name = g->values[g->outputs[i]].name;
     out->rank = rank;
     out->dtype = dt;
@@ -319,10 +311,10 @@ ingot_status ingot_cuda_context_get_stats(const ingot_context *c, ingot_cuda_sta
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
-    if (!out) return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_get_stats: out is NULL");
+    if (!out) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_context_get_stats: out is NULL");
     if (!c->cuda) return not_cuda(c);
     if (out->struct_size != sizeof *out)
-        return ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_stats: set struct_size");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_cuda_stats: set struct_size");
     ig_cuda_stats s;
     ig__cuda_ctx_stats(c->cuda, &s);
     memset(out, 0, sizeof *out);

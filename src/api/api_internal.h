@@ -110,6 +110,8 @@ ingot_status ig__api_engine_finish(ingot_engine *e, ingot_backend backend, ig_er
 ingot_status ig__api_fail(ingot_runtime *rt, const ig_err *err);
 /* The same onto a context's own slot (c may be NULL). */
 ingot_status ig__api_ctx_fail(const ingot_context *c, const ig_err *err);
+/* The same with a fresh message made from fmt: the context's error slot says st and why. */
+ingot_status ig__api_ctx_failf(const ingot_context *c, ingot_status st, const char *fmt, ...) IG_PRINTF(3, 4);
 /* Clear the context's slot at the start of a call on it. */
 void ig__api_ctx_clear(const ingot_context *c);
 /* An instance of e's graph with input i at shapes[i] (rank < 0: as declared), inferred; and its release. */

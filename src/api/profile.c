@@ -22,17 +22,6 @@
 #include "ingot_cuda.h"
 #endif
 
-static ingot_status fail(const ingot_context *c, ingot_status st, const char *fmt, ...) IG_PRINTF(3, 4);
-static ingot_status fail(const ingot_context *c, ingot_status st, const char *fmt, ...)
-{
-    ig_err e = {0};
-    va_list ap;
-    va_start(ap, fmt);
-    ig__verrf(&e, st, fmt, ap);
-    va_end(ap);
-    return ig__api_ctx_fail(c, &e);
-}
-
 static void op_name(const ig_node *n, char *buf, size_t cap)
 {
     if (n->domain && n->domain[0])
@@ -99,24 +88,27 @@ ingot_status ingot_context_profile_steps(ingot_context *c, const ingot_tensor *i
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
     if (!n_steps || (max > 0 && !steps))
-        return fail(c, INGOT_ERR_INVALID_ARG, "ingot_context_profile_steps: n_steps is NULL, or steps is with max > 0");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG,
+                                 "ingot_context_profile_steps: n_steps is NULL, or steps is with max > 0");
     *n_steps = 0;
     if (c->cuda)
-        return fail(c, INGOT_ERR_INVALID_ARG,
-                    "the context belongs to a CUDA engine: profile it with ingot_cuda_context_profile_steps");
+        return ig__api_ctx_failf(
+            c, INGOT_ERR_INVALID_ARG,
+            "the context belongs to a CUDA engine: profile it with ingot_cuda_context_profile_steps");
     /* the first run binds, infers and plans; the timed run after it finds everything prepared */
     ingot_status st = ingot_context_run(c, inputs, n_inputs);
     if (st != INGOT_OK) return st;
     ig_cpu_exec *x = &c->exec;
     step_times t = {ig__calloc((size_t)x->n_steps + 1, sizeof(double)), x->n_steps, 0};
-    if (!t.ms) return fail(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!t.ms) return ig__api_ctx_failf(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     x->on_step = on_step;
     x->on_step_user = &t;
     st = ingot_context_run(c, inputs, n_inputs);
     c->exec.on_step = NULL; /* (a re-prepare inside the run would have cleared it already) */
     c->exec.on_step_user = NULL;
     if (st == INGOT_OK && t.seen != t.n)
-        st = fail(c, INGOT_ERR_INTERNAL, "the profiled run timed %d of its %d steps", (int)t.seen, (int)t.n);
+        st = ig__api_ctx_failf(c, INGOT_ERR_INTERNAL, "the profiled run timed %d of its %d steps", (int)t.seen,
+                               (int)t.n);
     if (st != INGOT_OK) {
         ig__free(t.ms);
         return st;
@@ -126,7 +118,7 @@ ingot_status ingot_context_profile_steps(ingot_context *c, const ingot_tensor *i
     int32_t *cnt = consumer_counts(g, x->order, x->n_steps);
     if (!cnt) {
         ig__free(t.ms);
-        return fail(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        return ig__api_ctx_failf(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     }
     const ig_plan *plan = x->plan;
     for (int32_t s = 0; s < x->n_steps && s < max; s++) {
@@ -167,10 +159,10 @@ ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_
 {
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
-    if (!out) return fail(c, INGOT_ERR_INVALID_ARG, "ingot_context_memory_accounts: out is NULL");
+    if (!out) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "ingot_context_memory_accounts: out is NULL");
     if (out->struct_size != sizeof *out)
-        return fail(c, INGOT_ERR_INVALID_ARG,
-                    "ingot_memory_accounts: set struct_size to sizeof(ingot_memory_accounts)");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG,
+                                 "ingot_memory_accounts: set struct_size to sizeof(ingot_memory_accounts)");
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
 #ifdef INGOT_HAVE_CUDA
@@ -178,7 +170,7 @@ ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_
         ig_cuda_stats s;
         ig__cuda_ctx_stats(c->cuda, &s);
         if (s.n_steps == 0 && s.arena_bytes == 0)
-            return fail(c, INGOT_ERR_INVALID_ARG, "the CUDA context has no prepared shape yet");
+            return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "the CUDA context has no prepared shape yet");
         out->device = 1;
         out->weights = s.weights_bytes;
         out->arena = s.arena_bytes;
@@ -201,7 +193,7 @@ ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_
         out->library_live = (size_t)live;
         size_t fr = 0, tot = 0;
         if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)
-            return fail(c, INGOT_ERR_CUDA, "cudaMemGetInfo failed: the device is not usable");
+            return ig__api_ctx_failf(c, INGOT_ERR_CUDA, "cudaMemGetInfo failed: the device is not usable");
         out->free_bytes = fr;
         out->total_bytes = tot;
         out->graph_objects = s.graph_bytes;
@@ -209,7 +201,8 @@ ingot_status ingot_context_memory_accounts(const ingot_context *c, ingot_memory_
         return INGOT_OK;
     }
 #endif
-    if (!c->prepared) return fail(c, INGOT_ERR_INVALID_ARG, "the context has not run yet: nothing is planned");
+    if (!c->prepared)
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context has not run yet: nothing is planned");
     const ig_cpu_exec *x = &c->exec;
     out->weights = c->engine->weights.bytes;
     out->arena = x->arena_bytes;
@@ -246,10 +239,10 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
     if (!c) return INGOT_ERR_INVALID_ARG;
     ig__api_ctx_clear(c);
     if (!n_steps || (max > 0 && !steps))
-        return fail(c, INGOT_ERR_INVALID_ARG,
-                    "ingot_cuda_context_profile_steps: n_steps is NULL, or steps is with max > 0");
+        return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG,
+                                 "ingot_cuda_context_profile_steps: n_steps is NULL, or steps is with max > 0");
     *n_steps = 0;
-    if (!c->cuda) return fail(c, INGOT_ERR_INVALID_ARG, "the context does not belong to a CUDA engine");
+    if (!c->cuda) return ig__api_ctx_failf(c, INGOT_ERR_INVALID_ARG, "the context does not belong to a CUDA engine");
     /* enough room for every step: the program's size, from the stats after a run prepared it */
     if (ingot_cuda_context_enqueue(c, inputs, n_inputs, outputs, n_outputs, stream) != INGOT_OK)
         return ingot_context_errcode(c);
@@ -264,7 +257,7 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
     int32_t *cnt = NULL;
     ingot_status st = INGOT_OK;
     if (!labels || !ms || !algos) {
-        st = fail(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        st = ig__api_ctx_failf(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     ig_err aerr = {0};
@@ -287,8 +280,8 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
         goto out;
     }
     if (n_costs != n) {
-        st = fail(c, INGOT_ERR_INTERNAL, "the profile has %" PRId64 " steps, the program described %" PRId64, n,
-                  n_costs);
+        st = ig__api_ctx_failf(c, INGOT_ERR_INTERNAL,
+                               "the profile has %" PRId64 " steps, the program described %" PRId64, n, n_costs);
         goto out;
     }
     const ig_graph *g = &c->graph;
@@ -296,7 +289,7 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
     int32_t *order = ig__calloc((size_t)n + 1, sizeof(int32_t));
     int32_t n_order = 0;
     if (!order) {
-        st = fail(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        st = ig__api_ctx_failf(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     for (int64_t k = 0; k < n; k++)
@@ -305,7 +298,7 @@ ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tens
     cnt = consumer_counts(g, order, n_order);
     ig__free(order);
     if (!cnt) {
-        st = fail(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        st = ig__api_ctx_failf(c, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
         goto out;
     }
     bool fp16 = o->precision == INGOT_DTYPE_FLOAT16;

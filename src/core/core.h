@@ -74,6 +74,9 @@ uint64_t ig__alloc_fail_after(uint64_t n);
  * crafted model's huge tensor is an out-of-memory error, not an allocation the harness counts as a
  * crash. */
 void ig__alloc_set_limit(size_t max_bytes);
+/* Milliseconds on a monotonic clock (CLOCK_MONOTONIC): for intervals only. */
+double ig__now_ms(void);
+
 /* The machine's physical memory in bytes (0 when unknown): what no single host tensor can exceed. */
 uint64_t ig__host_memory_bytes(void);
 

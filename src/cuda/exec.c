@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_INSTANCES     8
 #define ARENA_ALIGN       256
@@ -73,13 +72,6 @@ struct ig_cuda_ctx {
     int64_t graph_updates, graph_captures, n_prepared;
     bool sync_debug; /* synchronise after every step, naming a faulting node */
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- engine ---------------------------------------------------------------------------------------- */
 
@@ -556,7 +548,7 @@ static ingot_status choose_step(ig_cuda_ctx *c, instance *in, ig_cu_step *st, bo
 static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
 {
     ig_cu_prog *p = &in->prog;
-    double t0 = now_ms();
+    double t0 = ig__now_ms();
     bool timing = c->e->o.tune != 0; /* 0: the heuristics' first choice (sanitizer runs), or the table's */
     /* deterministic: the heuristics' first choice, whatever a table or a timing cache holds */
     if (c->e->o.deterministic) return INGOT_OK;
@@ -567,7 +559,7 @@ static ingot_status tune_instance(ig_cuda_ctx *c, instance *in, ig_err *err)
         ingot_status r = choose_step(c, in, st, timing, err);
         if (r != INGOT_OK) return r;
     }
-    in->tune_ms = now_ms() - t0;
+    in->tune_ms = ig__now_ms() - t0;
     return INGOT_OK;
 }
 
@@ -684,7 +676,7 @@ static ingot_status choose_algorithms(ig_cuda_ctx *c, instance *in, ig_err *err)
 
 static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance **out, ig_err *err)
 {
-    double t0 = now_ms();
+    double t0 = ig__now_ms();
     ingot_status st;
     instance *in = ig__calloc(1, sizeof *in);
     if (!in) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
@@ -747,7 +739,7 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
     in->baked = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
     if (!in->tptr || !in->io_node || !in->baked) goto oom;
     if ((st = choose_algorithms(c, in, err)) != INGOT_OK) goto fail;
-    in->prepare_ms = now_ms() - t0;
+    in->prepare_ms = ig__now_ms() - t0;
     c->n_prepared++;
     *out = in;
     return INGOT_OK;

@@ -13,15 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* mkdir -p for the one or two levels a cache folder needs. */
 static bool make_dirs(char *path)
@@ -203,9 +195,9 @@ ingot_status ig__diag_measure_cpu(int threads, ig_diag_ceilings *c, ig_err *err)
     copy_job j = {b, a, chunk};
     double best = 1e30;
     for (int rep = 0; rep < 6; rep++) {
-        double t0 = now_s();
+        double t0 = ig__now_ms();
         ig__parallel_for(pool, n_chunks, 1, copy_range, &j);
-        double t = now_s() - t0;
+        double t = (ig__now_ms() - t0) * 1e-3;
         if (t < best) best = t;
     }
     c->copy_gbs = 2.0 * (double)(chunk * n_chunks) / best / 1e9; /* read + write */
@@ -217,10 +209,10 @@ ingot_status ig__diag_measure_cpu(int threads, ig_diag_ceilings *c, ig_err *err)
     }
     best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
-        double t0 = now_s();
+        double t0 = ig__now_ms();
         ig__sgemm(pool, false, false, (int64_t)gn, (int64_t)gn, (int64_t)gn, 1.0f, ga, (int64_t)gn, gb, (int64_t)gn,
                   0.0f, gc, (int64_t)gn);
-        double t = now_s() - t0;
+        double t = (ig__now_ms() - t0) * 1e-3;
         if (t < best) best = t;
     }
     c->fp32_tflops = 2.0 * (double)gn * (double)gn * (double)gn / best / 1e12;
@@ -228,9 +220,9 @@ ingot_status ig__diag_measure_cpu(int threads, ig_diag_ceilings *c, ig_err *err)
     /* a "launch": the cheapest step there is, a tiny GEMM through the same kernel (the median of many) */
     double lat[201];
     for (int r = 0; r < 201; r++) {
-        double t0 = now_s();
+        double t0 = ig__now_ms();
         ig__sgemm(pool, false, false, 4, 4, 4, 1.0f, ga, 4, gb, 4, 0.0f, gc, 4);
-        lat[r] = (now_s() - t0) * 1e6;
+        lat[r] = (ig__now_ms() - t0) * 1e3; /* us */
     }
     for (int i = 1; i < 201; i++) /* insertion sort: 201 values */
         for (int k = i; k > 0 && lat[k] < lat[k - 1]; k--) {

@@ -45,3 +45,15 @@ double ig__flops_none(const ig_graph *g, const ig_node *n)
     (void)n;
     return 0;
 }
+
+const ig_value *ig__node_input(const ig_graph *g, const ig_node *n, int i)
+{
+    return i >= 0 && i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
+}
+
+double ig__flops_per_input(const ig_graph *g, const ig_node *n)
+{
+    int64_t k = 0;
+    const ig_value *x = ig__node_input(g, n, 0);
+    return x && ig__shape_numel(&x->shape, &k) ? (double)k : 0;
+}

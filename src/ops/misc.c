@@ -14,18 +14,6 @@
 #include <inttypes.h>
 #include <math.h>
 
-static const ig_value *graph_in(const ig_graph *g, const ig_node *n, int i)
-{
-    return i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
-}
-
-static double per_input_flops(const ig_graph *g, const ig_node *n)
-{
-    int64_t k = 0;
-    const ig_value *x = graph_in(g, n, 0);
-    return x && ig__shape_numel(&x->shape, &k) ? (double)k : 0;
-}
-
 static void copy_tensor(const ig_tensor *x, ig_tensor *y)
 {
     if (x->data != y->data && x->numel) memcpy(y->data, x->data, (size_t)x->numel * ingot_dtype_size(x->dtype));
@@ -432,7 +420,7 @@ static ingot_status nary_cpu(ig_exec *ex)
         .max_out = 1,                                    \
         .infer = nary_infer,                             \
         .cpu = nary_cpu,                                 \
-        .flops = per_input_flops,                        \
+        .flops = ig__flops_per_input,                    \
     }
 
 NARY_DEF(mean, "Mean", 8, 1, -1);

@@ -133,11 +133,6 @@ void ig__softmax_row_f32(const float *x, float *y, int64_t n, bool log)
 
 /* ---- shared helpers ---- */
 
-static const ig_value *graph_in(const ig_graph *g, const ig_node *n, int i)
-{
-    return i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
-}
-
 static double value_numel(const ig_value *v)
 {
     int64_t n = 0;
@@ -232,7 +227,7 @@ static ingot_status softmax_cpu(ig_exec *ex)
 }
 
 /* max, subtract, exp, sum, divide (or log): five operations per element. */
-static double softmax_flops(const ig_graph *g, const ig_node *n) { return 5.0 * value_numel(graph_in(g, n, 0)); }
+static double softmax_flops(const ig_graph *g, const ig_node *n) { return 5.0 * value_numel(ig__node_input(g, n, 0)); }
 
 const ig_op_def ig__op_softmax = {
     .name = "Softmax",
@@ -319,7 +314,7 @@ static int32_t layernorm_axis(const ig_node *n, int32_t rank)
 
 static size_t layernorm_scratch(const ig_graph *g, const ig_node *n)
 {
-    const ig_value *x = graph_in(g, n, 0);
+    const ig_value *x = ig__node_input(g, n, 0);
     if (!x || x->shape.rank < 0) return 0;
     int32_t a = layernorm_axis(n, x->shape.rank);
     int64_t len = 1;
@@ -392,7 +387,7 @@ static ingot_status layernorm_cpu(ig_exec *ex)
 
 /* mean (1 add), variance (subtract, square, add), normalise (subtract, multiply), scale and bias
  * (multiply, add): eight operations per element. */
-static double norm8_flops(const ig_graph *g, const ig_node *n) { return 8.0 * value_numel(graph_in(g, n, 0)); }
+static double norm8_flops(const ig_graph *g, const ig_node *n) { return 8.0 * value_numel(ig__node_input(g, n, 0)); }
 
 const ig_op_def ig__op_layer_normalization = {
     .name = "LayerNormalization",
@@ -430,7 +425,7 @@ static ingot_status instnorm_infer(ig_infer *cx)
 
 static size_t params_scratch(const ig_graph *g, const ig_node *n, int n_arrays, bool per_activation)
 {
-    const ig_value *x = graph_in(g, n, 0);
+    const ig_value *x = ig__node_input(g, n, 0);
     if (!x || x->shape.rank < 1) return 0;
     int64_t c = x->shape.rank >= 2 ? x->shape.d[1].n : 1;
     if (per_activation)
@@ -562,7 +557,7 @@ static ingot_status lrn_cpu(ig_exec *ex)
 /* per element: size multiply-adds for the window, then a power and a division */
 static double lrn_flops(const ig_graph *g, const ig_node *n)
 {
-    return (2.0 * (double)ig__attr_int(n, "size", 1) + 3) * value_numel(graph_in(g, n, 0));
+    return (2.0 * (double)ig__attr_int(n, "size", 1) + 3) * value_numel(ig__node_input(g, n, 0));
 }
 
 const ig_op_def ig__op_lrn = {
@@ -662,7 +657,10 @@ static ingot_status batchnorm_cpu(ig_exec *ex)
 }
 
 /* One multiply-add per element once the per-channel factors are folded (the usual convention). */
-static double batchnorm_flops(const ig_graph *g, const ig_node *n) { return 2.0 * value_numel(graph_in(g, n, 0)); }
+static double batchnorm_flops(const ig_graph *g, const ig_node *n)
+{
+    return 2.0 * value_numel(ig__node_input(g, n, 0));
+}
 
 const ig_op_def ig__op_batch_normalization = {
     .name = "BatchNormalization",

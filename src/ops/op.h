@@ -102,6 +102,11 @@ ingot_status ig__graph_infer(ig_graph *g, const ig_infer_options *opt, ig_arena 
 void ig__graph_cost(ig_graph *g);
 /* A .flops for ops that only move or reinterpret data (Transpose, Concat, Gather, ...): 0. */
 double ig__flops_none(const ig_graph *g, const ig_node *n);
+/* A .flops of one operation per element of input 0 (an add or a compare each: reductions, ArgMax,
+ * OneHot's index reads). */
+double ig__flops_per_input(const ig_graph *g, const ig_node *n);
+/* Input i of node n as a value of g, NULL when absent (optional inputs left empty, i out of range). */
+const ig_value *ig__node_input(const ig_graph *g, const ig_node *n, int i);
 
 /* ---- helpers for infer functions ---- */
 ig_value *ig__in(ig_infer *cx, int i);  /* NULL when absent or omitted */

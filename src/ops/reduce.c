@@ -45,19 +45,6 @@ static bool red_via_double(int kind) { return kind == RED_L2 || kind == RED_LOGS
 /* The opset from which axes are an input instead of an attribute. */
 static int axes_input_opset(const ig_node *n) { return red_kind(n) == RED_SUM ? 13 : 18; }
 
-static const ig_value *graph_in(const ig_graph *g, const ig_node *n, int i)
-{
-    return i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
-}
-
-/* Input elements: one operation each (add or compare). */
-static double per_input_flops(const ig_graph *g, const ig_node *n)
-{
-    int64_t k = 0;
-    const ig_value *x = graph_in(g, n, 0);
-    return x && ig__shape_numel(&x->shape, &k) ? (double)k : 0;
-}
-
 /* ---- axes ---- */
 
 #define MAX_AXES 64
@@ -532,7 +519,7 @@ static ingot_status reduce_cpu(ig_exec *ex)
         .shape_inputs = 1u << 1,       \
         .infer = reduce_infer,         \
         .cpu = reduce_cpu,             \
-        .flops = per_input_flops,      \
+        .flops = ig__flops_per_input,  \
     }
 
 REDUCE_DEF(reduce_sum, "ReduceSum");
@@ -656,7 +643,7 @@ const ig_op_def ig__op_arg_max = {
     .max_out = 1,
     .infer = argmax_infer,
     .cpu = argmax_cpu,
-    .flops = per_input_flops,
+    .flops = ig__flops_per_input,
 };
 
 const ig_op_def ig__op_arg_min = {
@@ -668,7 +655,7 @@ const ig_op_def ig__op_arg_min = {
     .max_out = 1,
     .infer = argmax_infer,
     .cpu = argmax_cpu,
-    .flops = per_input_flops,
+    .flops = ig__flops_per_input,
 };
 
 /* ---- Hardmax ---- */
@@ -738,7 +725,7 @@ const ig_op_def ig__op_hardmax = {
     .flags = IG_OP_INPLACE,
     .infer = hardmax_infer,
     .cpu = hardmax_cpu,
-    .flops = per_input_flops,
+    .flops = ig__flops_per_input,
 };
 
 /* ---- TopK ----
@@ -900,7 +887,7 @@ static int32_t topk_axis(const ig_node *n, int32_t rank)
 
 static size_t topk_scratch(const ig_graph *g, const ig_node *n)
 {
-    const ig_value *x = graph_in(g, n, 0);
+    const ig_value *x = ig__node_input(g, n, 0);
     if (!x || x->shape.rank <= 0) return 0;
     int64_t dims[IG_MAX_RANK];
     for (int32_t k = 0; k < x->shape.rank; k++) dims[k] = x->shape.d[k].n;
@@ -956,5 +943,5 @@ const ig_op_def ig__op_top_k = {
     .infer = topk_infer,
     .cpu = topk_cpu,
     .cpu_scratch = topk_scratch,
-    .flops = per_input_flops,
+    .flops = ig__flops_per_input,
 };

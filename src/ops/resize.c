@@ -124,11 +124,6 @@ static bool parse_cfg(const ig_node *n, int32_t rank, resize_cfg *c, char *why, 
     return true;
 }
 
-static const ig_value *graph_in(const ig_graph *g, const ig_node *n, int i)
-{
-    return i >= 0 && i < n->n_inputs && n->inputs[i] >= 0 ? &g->values[n->inputs[i]] : NULL;
-}
-
 /* Length of a 1-D operand (scales, sizes, roi): -1 when absent... -2 when unknown. */
 #define LEN_ABSENT  (-1)
 #define LEN_UNKNOWN (-2)
@@ -693,7 +688,7 @@ static size_t tab_bytes(int64_t out, int64_t k)
 
 static size_t resize_scratch(const ig_graph *g, const ig_node *n)
 {
-    const ig_value *x = graph_in(g, n, 0), *y = &g->values[n->outputs[0]];
+    const ig_value *x = ig__node_input(g, n, 0), *y = &g->values[n->outputs[0]];
     resize_cfg c;
     char why[8];
     if (!x || x->shape.rank < 0 || !parse_cfg(n, x->shape.rank, &c, why, sizeof why)) return 0;
@@ -761,7 +756,7 @@ static ingot_status resize_cpu(ig_exec *ex)
  * cubic (wider with antialiasing). Nearest only copies. */
 static double resize_flops(const ig_graph *g, const ig_node *n)
 {
-    const ig_value *x = graph_in(g, n, 0), *y = &g->values[n->outputs[0]];
+    const ig_value *x = ig__node_input(g, n, 0), *y = &g->values[n->outputs[0]];
     resize_cfg c;
     char why[8];
     int64_t numel;

@@ -8,12 +8,10 @@
  * computed at run time before the pass (not build-time constants) that no live node produces after
  * it and that are not graph outputs. Values are never deleted, so those ids stay valid.
  */
-#define _POSIX_C_SOURCE 199309L
 #include "opt_internal.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
 
 #define DEFAULT_FOLD_MAX_BYTES   ((size_t)1 << 30)
 #define DEFAULT_INFER_FOLD_BYTES ((size_t)64 << 10)
@@ -32,13 +30,6 @@ void ig__opt_report_free(ig_opt_report *rep)
     for (int32_t i = 0; i < rep->n_passes; i++) ig__free(rep->passes[i].removed_values);
     ig__free(rep->passes);
     memset(rep, 0, sizeof *rep);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* ---- the disable list --------------------------------------------------------------------------- */
@@ -134,7 +125,7 @@ static ingot_status run_pass(ig_graph *g, ig_arena *fa, const ig_opt_options *o,
                              ig_opt_pass_report *r, ig_err *err)
 {
     ingot_status st = INGOT_OK;
-    double t0 = now_ms();
+    double t0 = ig__now_ms();
     int32_t nv = g->n_values, before = live_nodes(g), n_gone = 0;
     bool *varies = ig__malloc((size_t)nv + 1), *computed = ig__malloc((size_t)nv + 1);
     ig_err e = {0};
@@ -167,7 +158,7 @@ static ingot_status run_pass(ig_graph *g, ig_arena *fa, const ig_opt_options *o,
             if (computed[v]) r->removed_values[r->n_removed_values++] = v;
     }
 out:
-    r->ms = now_ms() - t0;
+    r->ms = ig__now_ms() - t0;
     ig__free(varies);
     ig__free(computed);
     return st;

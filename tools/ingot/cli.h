@@ -3,6 +3,7 @@
 #define INGOT_CLI_H
 
 #include "ingot.h"
+#include "core/core.h" /* ig__now_ms */
 
 #include <stdio.h>
 
@@ -22,6 +23,8 @@ int ig__cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t *out)
 void *ig__cli_random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed);
 /* A byte count: digits with an optional binary suffix K, M, G (KiB, MiB, GiB). */
 int ig__cli_parse_bytes(const char *opt, const char *s, uint64_t *out);
+/* Sorts the n timings v ascending (for percentiles after) and returns their median; 0 when n <= 0. */
+double ig__cli_median(double *v, int64_t n);
 /* "[batch,3,224,224]" for a tensor info */
 void ig__cli_format_shape(const ingot_tensor_info *t, char *buf, size_t n);
 

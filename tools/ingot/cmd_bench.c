@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef INGOT_HAVE_CUDA
 #include "ingot_cuda.h"
@@ -71,19 +70,6 @@ static void bench_usage(FILE *f)
                "  --cpu           the same as --device cpu\n" IG_CLI_OPT_USAGE);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct lat {
     double min, median, mean, p90, p99, max;
 } lat;
@@ -92,13 +78,12 @@ static lat summarize(double *v, int64_t n)
 {
     lat l = {0};
     if (n <= 0) return l;
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    l.median = ig__cli_median(v, n); /* v sorted from here */
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += v[i];
     l.min = v[0];
     l.max = v[n - 1];
     l.mean = s / (double)n;
-    l.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     l.p90 = v[(int64_t)floor(0.90 * (double)(n - 1))];
     l.p99 = v[(int64_t)floor(0.99 * (double)(n - 1))];
     return l;
@@ -260,13 +245,13 @@ static int bench_cpu(const bench_opts *o, const char *why)
     ingot_build_options bo = ingot_build_options_default();
     bo.backend = INGOT_BACKEND_CPU;
     ig__cli_opt_apply(&o->opt, &bo);
-    double t0 = now_ms();
+    double t0 = ig__now_ms();
     if (!ig__cli_build(&t, &bo)) goto out;
     if (ingot_context_create(t.engine, NULL, &c) != INGOT_OK) {
         print_err("context", t.rt);
         goto out;
     }
-    double build_ms = now_ms() - t0;
+    double build_ms = ig__now_ms() - t0;
     uint64_t seed = 1;
     n_in = ig__cli_input_count(&t);
     if (n_in > 64) {
@@ -278,12 +263,12 @@ static int bench_cpu(const bench_opts *o, const char *why)
         if (!ig__cli_input_tensor(&t, i, &ins[i])) goto out; /* bound concrete above */
         if (!(ins[i].data = ig__cli_random_bytes(ins[i].dtype, ins[i].bytes, &seed))) goto out;
     }
-    double f0 = now_ms();
+    double f0 = ig__now_ms();
     if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
         print_ctx_err("run", c);
         goto out;
     }
-    double first_ms = now_ms() - f0;
+    double first_ms = ig__now_ms() - f0;
     int64_t warmup = o->given_warmup ? o->warmup : 0; /* the CPU has no caches to fill beyond the first run */
     for (int64_t i = 0; i < warmup; i++)
         if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
@@ -297,12 +282,12 @@ static int bench_cpu(const bench_opts *o, const char *why)
     lat_h = calloc((size_t)iters, sizeof *lat_h);
     if (!lat_h) goto out;
     for (int64_t i = 0; i < iters; i++) {
-        double a = now_ms();
+        double a = ig__now_ms();
         if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
             print_ctx_err("run", c);
             goto out;
         }
-        lat_h[i] = now_ms() - a;
+        lat_h[i] = ig__now_ms() - a;
     }
     lat l = summarize(lat_h, iters);
     double per_s = l.mean > 0 ? (double)t.batch * 1e3 / l.mean : 0;
@@ -378,16 +363,16 @@ static int bench_gpu(const bench_opts *o)
     bo.mem_limit = (size_t)o->mem_limit;
     bo.deterministic = o->deterministic;
     ig__cli_opt_apply(&o->opt, &bo);
-    double t0 = now_ms();
+    double t0 = ig__now_ms();
     if (!ig__cli_build(&t, &bo)) goto out;
-    double build_ms = now_ms() - t0;
+    double build_ms = ig__now_ms() - t0;
     CK(cudaMemGetInfo(&free1, &total));
-    t0 = now_ms();
+    t0 = ig__now_ms();
     if (ingot_context_create(t.engine, NULL, &c) != INGOT_OK) {
         print_err("context", t.rt);
         goto out;
     }
-    double ctx_ms = now_ms() - t0;
+    double ctx_ms = ig__now_ms() - t0;
     CK(cudaMemGetInfo(&free2, &total));
     if (!o->graph) ingot_cuda_context_set_graphs(c, 0);
 
@@ -418,13 +403,13 @@ static int bench_gpu(const bench_opts *o)
         }
         CK(cudaMalloc(&outs[j].data, outs[j].bytes ? outs[j].bytes : 1));
     }
-    double f0 = now_ms();
+    double f0 = ig__now_ms();
     if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
         print_ctx_err("first run", c);
         goto out;
     }
     CK(cudaStreamSynchronize(stream));
-    double first_ms = now_ms() - f0;
+    double first_ms = ig__now_ms() - f0;
     for (int64_t i = 0; i < o->warmup; i++)
         if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
             print_ctx_err("warm-up", c);
@@ -435,14 +420,14 @@ static int bench_gpu(const bench_opts *o)
     /* how many iterations fit the duration: time a few */
     int64_t iters = o->iterations;
     if (!iters) {
-        double a = now_ms();
+        double a = ig__now_ms();
         for (int k = 0; k < 5; k++)
             if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
                 print_ctx_err("run", c);
                 goto out;
             }
         CK(cudaStreamSynchronize(stream));
-        double per = (now_ms() - a) / 5;
+        double per = (ig__now_ms() - a) / 5;
         iters = per > 0 ? (int64_t)(o->duration * 1e3 / per) : 1000;
         if (iters < 20) iters = 20;
         if (iters > 20000) iters = 20000;
@@ -459,7 +444,7 @@ static int bench_gpu(const bench_opts *o)
     CK(cudaMemGetInfo(&free3, &total));
     /* latency: one run at a time */
     for (int64_t i = 0; i < iters; i++) {
-        double a = now_ms();
+        double a = ig__now_ms();
         cudaEventRecord(ev[2 * i], stream);
         if (ingot_cuda_context_enqueue(c, ins, n_in, outs, n_out, stream) != INGOT_OK) {
             print_ctx_err("run", c);
@@ -467,7 +452,7 @@ static int bench_gpu(const bench_opts *o)
         }
         cudaEventRecord(ev[2 * i + 1], stream);
         CK(cudaEventSynchronize(ev[2 * i + 1]));
-        lat_h[i] = now_ms() - a;
+        lat_h[i] = ig__now_ms() - a;
     }
     for (int64_t i = 0; i < iters; i++) {
         float ms = 0;

@@ -4,14 +4,13 @@
  * A CUDA engine creates one context before it is saved: that times the convolution and GEMM
  * algorithms at the default shapes into the engine, so the file carries them and loading skips tuning.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 static void usage(FILE *f)
 {
@@ -36,13 +35,6 @@ static void usage(FILE *f)
                "  --no-tune             keep the libraries' heuristic algorithms (no timing)\n"
                "  --deterministic       no timing, cuDNN's deterministic algorithms only: the same engine from\n"
                "                        every build on this machine\n" IG_CLI_SHAPES_USAGE IG_CLI_OPT_USAGE);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* --min / --opt / --max: NAME:DIMS lists, parsed as --shapes is */
@@ -170,7 +162,7 @@ int ig__cmd_build(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    double t0 = now_s();
+    double t0 = ig__now_ms();
     int rc = 1;
     static ingot_input_profile profiles[IG_CLI_MAX_SHAPES];
     if (!ig__cli_open(&t, model)) goto done;
@@ -189,7 +181,7 @@ int ig__cmd_build(int argc, char **argv)
         if (stat(cache, &sb) == 0 && ingot_engine_load_timing_cache(t.engine, cache) != INGOT_OK)
             fprintf(stderr, "ingot build: warning: not using the timing cache: %s\n", ingot_runtime_errmsg(t.rt));
     }
-    double t_build = now_s() - t0;
+    double t_build = (ig__now_ms() - t0) * 1e-3;
     /* one context at the default shapes: a CUDA engine times its algorithms into the engine now */
     ingot_context *c = NULL;
     if (backend == INGOT_BACKEND_CUDA && ingot_context_create(t.engine, NULL, &c) != INGOT_OK) {
@@ -197,7 +189,7 @@ int ig__cmd_build(int argc, char **argv)
         goto done;
     }
     ingot_context_destroy(c);
-    double t_tune = now_s() - t0 - t_build;
+    double t_tune = (ig__now_ms() - t0) * 1e-3 - t_build;
     if (ingot_engine_save(t.engine, out) != INGOT_OK) {
         ig__cli_print_rt_error(&t, "save");
         goto done;
@@ -209,7 +201,7 @@ int ig__cmd_build(int argc, char **argv)
     struct stat sb;
     double mb = stat(out, &sb) == 0 ? (double)sb.st_size / 1e6 : 0;
     printf("%s: %s engine, %.1f MB, built in %.2f s (optimize and plan %.2f s, tune %.2f s)\n", out,
-           backend == INGOT_BACKEND_CUDA ? "CUDA" : "CPU", mb, now_s() - t0, t_build, t_tune);
+           backend == INGOT_BACKEND_CUDA ? "CUDA" : "CPU", mb, (ig__now_ms() - t0) * 1e-3, t_build, t_tune);
     rc = 0;
 done:
     ig__cli_close(&t);

@@ -23,32 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef INGOT_HAVE_CUDA
 #include "cuda/device_bench.h"
 #include "ingot_cuda.h"
 #endif
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of n timings of fn (a run), in ms. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 void ig__profile_free(ig_diag_report *r)
 {
@@ -152,21 +131,21 @@ static int profile_cpu(const ig_profile_opts *o, ig_diag_report *r, char *oom, s
     r->n_steps = n < max ? n : max;
     for (int64_t k = 0; k < r->n_steps; k++) {
         r->steps[k].p = p[k];
-        r->steps[k].p.ms = median(&ms3[3 * k], 3);
+        r->steps[k].p.ms = ig__cli_median(&ms3[3 * k], 3);
     }
     free(ms3);
     free(p);
     /* the whole run, as a program runs it: the median of a few */
     double v[7];
     for (int k = 0; k < 7; k++) {
-        double a = now_ms();
+        double a = ig__now_ms();
         if (ingot_context_run(c, ins, n_in) != INGOT_OK) {
             print_ctx_err(o->cmd, "run", c);
             goto out;
         }
-        v[k] = now_ms() - a;
+        v[k] = ig__now_ms() - a;
     }
-    r->run_ms = r->run_stream_ms = median(v, 7);
+    r->run_ms = r->run_stream_ms = ig__cli_median(v, 7);
     r->graphs = false;
     r->mem.a.struct_size = sizeof r->mem.a;
     if (ingot_context_memory_accounts(c, &r->mem.a) != INGOT_OK) {

@@ -97,6 +97,19 @@ void *ig__cli_random_bytes(ingot_dtype t, size_t bytes, uint64_t *seed)
     return p;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double ig__cli_median(double *v, int64_t n)
+{
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int ig__cli_parse_bytes(const char *opt, const char *s, uint64_t *out)
 {
     char *end = NULL;
