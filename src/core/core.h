@@ -74,6 +74,10 @@ uint64_t ig__alloc_fail_after(uint64_t n);
  * crafted model's huge tensor is an out-of-memory error, not an allocation the harness counts as a
  * crash. */
 void ig__alloc_set_limit(size_t max_bytes);
+/* 64-bit FNV-1a of n bytes, continuing from h (IG_FNV_SEED to start): chains over several pieces. */
+#define IG_FNV_SEED 1469598103934665603ull
+uint64_t ig__fnv1a(uint64_t h, const void *p, size_t n);
+
 /* Milliseconds on a monotonic clock (CLOCK_MONOTONIC): for intervals only. */
 double ig__now_ms(void);
 

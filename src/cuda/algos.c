@@ -34,12 +34,7 @@ struct ig_cu_algos {
     int32_t *idx;     /* open addressing over e: index + 1, 0 empty */
 };
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t hash(const char *s) { return ig__fnv1a(IG_FNV_SEED, s, strlen(s)); }
 
 ingot_status ig__cu_algos_create(ig_cu_algos **out, ig_err *err)
 {

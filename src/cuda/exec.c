@@ -752,12 +752,10 @@ fail:
 
 static uint64_t shape_input_hash(const ig_graph *g)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = IG_FNV_SEED;
     for (int32_t i = 0; i < g->n_inputs; i++) {
         const ig_value *v = &g->values[g->inputs[i]];
-        if (!(v->flags & IG_VAL_CONST)) continue;
-        const unsigned char *d = v->c.data;
-        for (size_t k = 0; k < v->c.n_bytes; k++) h = (h ^ d[k]) * 1099511628211ull;
+        if (v->flags & IG_VAL_CONST) h = ig__fnv1a(h, v->c.data, v->c.n_bytes);
     }
     return h;
 }

@@ -48,8 +48,7 @@ static bool cache_path(const char *key, char *buf, size_t n)
 {
     char dir[900];
     if (!ig__diag_cache_dir(dir, sizeof dir)) return false;
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t h = ig__fnv1a(IG_FNV_SEED, key, strlen(key));
     int w = snprintf(buf, n, "%s/ceilings-%016llx.txt", dir, (unsigned long long)h);
     return w > 0 && (size_t)w < n;
 }

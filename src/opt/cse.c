@@ -95,7 +95,7 @@ static bool nodes_eq(const ig_node *a, const ig_node *b)
 /* Attributes hash by name and scalar content only (order-independent: XOR); equality checks the rest. */
 static uint64_t node_hash(const ig_node *n)
 {
-    uint64_t h = hash_str(hash_str(1469598103934665603ull, n->op_type), n->domain);
+    uint64_t h = hash_str(hash_str(IG_FNV_SEED, n->op_type), n->domain);
     h = mix(h, (uint64_t)n->opset);
     h = mix(h, (uint64_t)n->n_outputs);
     for (int32_t i = 0; i < n->n_inputs; i++) h = mix(h, (uint64_t)(n->inputs[i] + 2));
@@ -112,7 +112,7 @@ static uint64_t node_hash(const ig_node *n)
 
 static uint64_t const_hash(const ig_value *v)
 {
-    uint64_t h = mix(1469598103934665603ull, (uint64_t)v->c.dtype);
+    uint64_t h = mix(IG_FNV_SEED, (uint64_t)v->c.dtype);
     h = mix(h, (uint64_t)v->c.rank);
     for (int32_t k = 0; k < v->c.rank; k++) h = mix(h, (uint64_t)v->c.dims[k]);
     return hash_bytes(h, v->c.data, v->c.data ? v->c.n_bytes : 0);
