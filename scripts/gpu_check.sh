@@ -130,7 +130,8 @@ ok_build=0
 
 if [ $ok_build = 1 ] && [ $do_tests = 1 ]; then
     stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$work/gm"
-    stage "lowering emulator" 120 "$bin/tests/gpu/test_gpu_lower" "$work"/gm/*
+    # the host emulation, and every covered elementwise program generated and compiled by NVRTC
+    stage "lowering emulator, elementwise programs compiled" 180 "$bin/tests/gpu/test_gpu_lower" --jit sm_90 "$work"/gm/*
     for d in "$work"/gm/*; do
         leak=--no-leak
         case $(basename "$d") in resnet_block | bert_layer) leak="" ;; esac
@@ -139,6 +140,10 @@ if [ $ok_build = 1 ] && [ $do_tests = 1 ]; then
                 "$bin/tests/gpu/test_gpu" --no-leak "$d"
         fi
     done
+    # the elementwise interpreter too, where the generated kernels (src/cuda/ew_jit.c) run by default
+    stage "gpu test (elementwise interpreter: INGOT_CUDA_EW_JIT=0)" 120 env INGOT_CUDA_EW_JIT=0 \
+        "$bin/tests/gpu/test_gpu" --no-leak "$work"/gm/misc_ops "$work"/gm/op_coverage "$work"/gm/unary_more \
+        "$work"/gm/bert_layer "$work"/gm/lazy_views
     # engine files: save, load, bit-identical outputs, no re-tuning after load or with a timing cache
     for d in "$work"/gm/resnet_block "$work"/gm/bert_layer; do
         stage "engine file $(basename "$d") (fp32, fp16)" 120 sh -c "'$bin/tests/gpu/test_gpu_engine' '$d/model.onnx' && \

@@ -139,7 +139,22 @@ typedef struct ig_cu_ew {
     int32_t n_in;
     int32_t in[IG_EW_MAX_IN]; /* tensors */
     ig_ew_args args;          /* program, dims and strides final; pointers filled at bind */
+    void *jit;                /* the program compiled into a kernel of its own (ew_jit.c), or NULL */
 } ig_cu_ew;
+
+/* ---- elementwise programs compiled at run time (ew_jit.c) ----------------------------------------- */
+/* False for INGOT_CUDA_EW_JIT=0. */
+bool ig__cu_ew_jit_enabled(void);
+/* Programs the generator covers: float math, fp32/fp16/bf16 inputs and output, the codes with an
+ * expression of their own (not pw_math.h's). */
+bool ig__cu_ew_jit_covers(const ig_ew_args *a);
+/* The kernels of n programs (i32[i]: 32-bit indices, ingot_cuda_ew_fits_i32), for cudaLaunchKernel: the
+ * ones not compiled before in this process compiled together by NVRTC and loaded as one library. On
+ * an error no funcs[i] is set (the interpreter runs them). */
+ingot_status ig__cu_ew_jit_batch(const ig_ew_args *const *progs, const bool *i32, int n, void **funcs, ig_err *err);
+/* Compile the kernels of n programs as one unit for arch ("sm_90") without loading them: no device
+ * needed (tests). */
+ingot_status ig__cu_ew_jit_check(const ig_ew_args *const *progs, const bool *i32, int n, const char *arch, ig_err *err);
 
 typedef struct ig_cu_conv {
     int32_t x, w, b, z, y; /* tensors; b, z may be -1 */

@@ -674,6 +674,39 @@ static ingot_status choose_algorithms(ig_cuda_ctx *c, instance *in, ig_err *err)
     return upload_consts(c, in, err);
 }
 
+/* Elementwise programs compiled into kernels of their own where the generator covers them (ew_jit.c),
+ * all of an instance's in one NVRTC run. A failure leaves them to the interpreter, with a warning:
+ * never an error. The input/output copies keep the interpreter too (plain copies, near the copy
+ * bandwidth; the CUDA Graph patches their nodes by the interpreter's parameters). */
+static void jit_programs(instance *in)
+{
+    if (!ig__cu_ew_jit_enabled()) return;
+    ig_cu_prog *p = &in->prog;
+    const ig_ew_args **progs = ig__calloc((size_t)p->n_steps + 1, sizeof *progs);
+    bool *i32 = ig__calloc((size_t)p->n_steps + 1, sizeof *i32);
+    void **funcs = ig__calloc((size_t)p->n_steps + 1, sizeof *funcs);
+    int32_t *at = ig__calloc((size_t)p->n_steps + 1, sizeof *at);
+    int n = 0;
+    for (int32_t s = 0; progs && i32 && funcs && at && s < p->n_steps; s++) {
+        ig_cu_step *st = &p->steps[s];
+        if (st->kind != IG_ST_EW || st->io_patch || !ig__cu_ew_jit_covers(&st->u.ew.args)) continue;
+        progs[n] = &st->u.ew.args;
+        i32[n] = ingot_cuda_ew_fits_i32(&st->u.ew.args) != 0;
+        at[n++] = s;
+    }
+    ig_err e = {0};
+    if (n > 0 && ig__cu_ew_jit_batch(progs, i32, n, funcs, &e) == INGOT_OK) {
+        for (int k = 0; k < n; k++) p->steps[at[k]].u.ew.jit = funcs[k];
+    } else if (n > 0) {
+        cudaGetLastError(); /* a failed compile or load is not a device fault */
+        ig__log(INGOT_LOG_WARN, "%d elementwise programs run in the interpreter: %s", n, e.msg);
+    }
+    ig__free(progs);
+    ig__free(i32);
+    ig__free(funcs);
+    ig__free(at);
+}
+
 static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance **out, ig_err *err)
 {
     double t0 = ig__now_ms();
@@ -739,6 +772,7 @@ static ingot_status prepare_instance(ig_cuda_ctx *c, const ig_graph *g, instance
     in->baked = ig__calloc((size_t)p->n_tensors + 1, sizeof(void *));
     if (!in->tptr || !in->io_node || !in->baked) goto oom;
     if ((st = choose_algorithms(c, in, err)) != INGOT_OK) goto fail;
+    jit_programs(in);
     in->prepare_ms = ig__now_ms() - t0;
     c->n_prepared++;
     *out = in;
@@ -895,7 +929,7 @@ static ingot_status launch_step(ig_cuda_ctx *c, instance *in, const ig_cu_step *
         ig_ew_args a = s->u.ew.args;
         a.out = P[s->u.ew.out];
         for (int i = 0; i < s->u.ew.n_in; i++) a.in[i] = P[s->u.ew.in[i]];
-        e = ingot_cuda_ew(&a, stream);
+        e = s->u.ew.jit ? ingot_cuda_ew_jit_launch(s->u.ew.jit, &a, stream) : ingot_cuda_ew(&a, stream);
         break;
     }
     case IG_ST_CONV: {
@@ -1124,7 +1158,9 @@ static instance *current(ig_cuda_ctx *c, ig_err *err)
 ingot_status ig__cuda_ctx_enqueue(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream,
                                   ig_err *err)
 {
-    if (set_device(c->e->o.device, err) != INGOT_OK) return err->status;
+    /* a device that cannot even be selected (a sticky fault) leaves the context unusable, as a fault in
+     * a step does: later calls say so instead of trying again */
+    if (set_device(c->e->o.device, err) != INGOT_OK) return step_fail(c, NULL, NULL, err->status, err);
     instance *in = current(c, err);
     if (!in) return err->status;
     ig_cu_prog *p = &in->prog;
@@ -1136,7 +1172,7 @@ ingot_status ig__cuda_ctx_enqueue(ig_cuda_ctx *c, const void *const *inputs, voi
 
 ingot_status ig__cuda_ctx_run_host(ig_cuda_ctx *c, const void *const *inputs, ig_err *err)
 {
-    if (set_device(c->e->o.device, err) != INGOT_OK) return err->status;
+    if (set_device(c->e->o.device, err) != INGOT_OK) return step_fail(c, NULL, NULL, err->status, err);
     instance *in = current(c, err);
     if (!in) return err->status;
     ig_cu_prog *p = &in->prog;
@@ -1234,7 +1270,9 @@ int64_t ig__cuda_ctx_step_algos(ig_cuda_ctx *c, char (*algo)[IG_CU_ALGO_DESC], i
     for (int64_t k = 0; k < n; k++) {
         const ig_cu_step *s = &p->steps[k];
         algo[k][0] = '\0';
-        if (s->kind == IG_ST_CONV)
+        if (s->kind == IG_ST_EW && s->u.ew.jit)
+            snprintf(algo[k], IG_CU_ALGO_DESC, "generated kernel (NVRTC)");
+        else if (s->kind == IG_ST_CONV)
             ig__cu_conv_describe(s, algo[k], IG_CU_ALGO_DESC);
         else if (s->kind == IG_ST_GEMM)
             ig__cu_gemm_describe(s, algo[k], IG_CU_ALGO_DESC);

@@ -96,56 +96,24 @@ static float fmod_py(float x, float y)
     return m;
 }
 
+/* The fp16/bf16 round trips by the names IG_EW_FLOAT_EXPRS uses (kernels.h). */
+static uint16_t f2h(float f) { return ig__f32_to_f16(f); }
+static float h2f(uint16_t h) { return ig__f16_to_f32(h); }
+static uint16_t f2b(float f) { return ig__f32_to_bf16(f); }
+static float b2f(uint16_t h) { return ig__bf16_to_f32(h); }
+
+/* The kernel's expressions, from the list the interpreter and the generated kernels expand too. */
 static float op_f(int code, float a, float b, float z, float k, float k2)
 {
+    (void)b;
+    (void)z;
+    (void)k;
+    (void)k2;
     switch (code) {
-    case IG_EW_COPY: return a;
-    case IG_EW_NEG: return -a;
-    case IG_EW_ABS: return fabsf(a);
-    case IG_EW_RECIP: return 1.f / a;
-    case IG_EW_SQRT: return sqrtf(a);
-    case IG_EW_EXP: return expf(a);
-    case IG_EW_LOG: return logf(a);
-    case IG_EW_ERF: return erff(a);
-    case IG_EW_TANH: return tanhf(a);
-    case IG_EW_SIGMOID: return 1.f / (1.f + expf(-a));
-    case IG_EW_RELU: return a > 0.f ? a : (a != a ? a : 0.f);
-    case IG_EW_LEAKY: return a < 0.f ? a * k : a;
-    case IG_EW_CLIP: return a != a ? a : fminf(fmaxf(a, k), k2);
-    case IG_EW_HARDSIGMOID: return a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2));
-    case IG_EW_HARDSWISH: return a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f));
-    case IG_EW_GELU_ERF: return 0.5f * a * (1.f + erff(a * 0.70710678118654752f));
-    case IG_EW_GELU_TANH: return 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
-    case IG_EW_SOFTPLUS: return fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)));
-    case IG_EW_MISH: return a * tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))));
-    case IG_EW_ISNAN: return a != a ? 1.f : 0.f;
-    case IG_EW_NOT: return a == 0.f ? 1.f : 0.f;
-    case IG_EW_FLOOR: return floorf(a);
-    case IG_EW_CEIL: return ceilf(a);
-    case IG_EW_ROUND: return rintf(a);
-    case IG_EW_TO_F16: return ig__f16_to_f32(ig__f32_to_f16(a));
-    case IG_EW_TO_BF16: return ig__bf16_to_f32(ig__f32_to_bf16(a));
-    case IG_EW_TO_INT: return a != a ? 0.f : truncf(a);
-    case IG_EW_TO_BOOL: return a != 0.f ? 1.f : 0.f;
-    case IG_EW_ADD: return a + b;
-    case IG_EW_SUB: return a - b;
-    case IG_EW_MUL: return a * b;
-    case IG_EW_DIV: return a / b;
-    case IG_EW_POW: return b == 2.f ? a * a : powf(a, b);
-    case IG_EW_MOD: return fmod_py(a, b);
-    case IG_EW_FMOD: return fmodf(a, b);
-    case IG_EW_MAX: return (a > b || a != a) ? a : b;
-    case IG_EW_MIN: return (a < b || a != a) ? a : b;
-    case IG_EW_PRELU: return a < 0.f ? a * b : a;
-    case IG_EW_EQ: return a == b;
-    case IG_EW_GT: return a > b;
-    case IG_EW_LT: return a < b;
-    case IG_EW_GE: return a >= b;
-    case IG_EW_LE: return a <= b;
-    case IG_EW_AND: return a != 0.f && b != 0.f;
-    case IG_EW_OR: return a != 0.f || b != 0.f;
-    case IG_EW_WHERE: return a != 0.f ? b : z;
-    case IG_EW_MULADD: return fmaf(a, b, z);
+#define IG_EMU_CASE_(c, e) \
+    case c: return (e);
+        IG_EW_FLOAT_EXPRS(IG_EMU_CASE_)
+#undef IG_EMU_CASE_
     default: return ig__pw_math_ext(code) ? ig__pw_math_f32(code, a, k, k2) : NAN; /* SIN and after */
     }
 }

@@ -468,6 +468,21 @@ def case_reductions(more=False):
     return g.model([inp], [out_info(sh, f"out{i}") for i, sh in enumerate(shapes)], opset=18), {"input": (1, 4, 64, 64)}
 
 
+def case_dwconv_more():
+    """Depthwise convolutions of the common shapes beyond MobileNet's 3x3: ConvNeXt's 7x7 (stride 1,
+    bias), 5x5 stride 2 (EfficientNet), 3x3 stride 2 with ReLU, on widths that end strips of 4 pixels
+    part-way (20 -> 10 -> 5)."""
+    g = G()
+    c = 16
+    x = conv_bn(g, "input", c, c, 7, group=c, bias=True, bn=False)  # [B,16,20,20]
+    x = conv_bn(g, x, c, c, 5, stride=2, group=c)                     # [B,16,10,10]
+    x = g.op("Relu", [conv_bn(g, x, c, c, 3, stride=2, group=c)])     # [B,16,5,5]
+    g.op("Conv", [x, g.w(randw(8, c, 1, 1))], kernel_shape=[1, 1])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", c, 20, 20])
+    return g.model([inp], [out_info(["batch", 8, 5, 5])]), {"input": (2, c, 20, 20)}
+
+
 def case_softmax_axes():
     """Softmax over a middle axis: CoaT's factorized attention over the 700 tokens of [B, 4, 700, 8] (few
     long lines: one block per line group), and LogSoftmax over axis 1 of the same tensor (many short
@@ -693,6 +708,7 @@ CASES = {
     "reductions_more": lambda: case_reductions(more=True),
     "reduce_big": case_reduce_big,
     "softmax_axes": case_softmax_axes,
+    "dwconv_more": case_dwconv_more,
     "resize": case_resize,
     "upsample": case_upsample,
     "instance_norm": case_instance_norm,

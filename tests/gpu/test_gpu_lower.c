@@ -3,12 +3,14 @@
  * device program (fp32 and fp16), planned into an arena, run by the host emulator (emulate.c), and
  * compared with ONNX Runtime's outputs. Runs in CI.
  *
- *   test_gpu_lower [-v] [--lower-only] [--coverage] DIR...
+ *   test_gpu_lower [-v] [--lower-only] [--coverage] [--jit ARCH] DIR...
  *       DIR: model.onnx, input_<i>.npy, output_<j>.npy (tests/gpu/make_models.py)
  *
  * Each case is lowered twice: the engine's graph as the optimizer leaves it (fused nodes) and as
  * imported (--no-optimize), each in fp32 and fp16. --coverage fails when an op the CUDA backend has a
- * lowering for (src/cuda/lower_table.c) is lowered by none of the cases.
+ * lowering for (src/cuda/lower_table.c) is lowered by none of the cases. --jit ARCH ("sm_90") compiles
+ * every elementwise program the run-time generator covers (src/cuda/ew_jit.c) with NVRTC for ARCH,
+ * without loading it (no GPU needed), and fails on any that does not compile.
  */
 #include "../../src/api/api_internal.h"
 #include "../../src/cuda/cuda_internal.h"
@@ -20,6 +22,9 @@
 int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *const *outputs, char *why, size_t nwhy);
 
 static int verbose, lower_only;
+#define IG_MAX_JIT 1024
+static const char *jit_arch; /* --jit: compile the covered elementwise programs for this architecture */
+static int64_t jit_programs, jit_covered;
 static int64_t covered[IG_OP_COUNT]; /* nodes lowered per op, over every case run */
 
 static const char *kind_name(int k) { return ig__cu_step_kind_name(k); }
@@ -136,6 +141,26 @@ static int check_case(const char *dir)
                     off += (size_t)snprintf(kinds + off, sizeof kinds - off, " %s %d", kind_name(k), counts[k]);
             if (off < sizeof kinds)
                 snprintf(kinds + off, sizeof kinds - off, " ; %lld model nodes fused)", (long long)p.n_fused);
+            if (jit_arch) { /* the instance's covered programs as one unit, as the backend compiles them */
+                const ig_ew_args *progs[IG_MAX_JIT];
+                bool i32[IG_MAX_JIT];
+                int n_ew = 0, n_cov = 0;
+                for (int32_t i = 0; i < p.n_steps; i++) {
+                    const ig_cu_step *s = &p.steps[i];
+                    if (s->kind != IG_ST_EW || s->u.ew.args.n <= 0) continue;
+                    n_ew++;
+                    if (!ig__cu_ew_jit_covers(&s->u.ew.args) || n_cov >= IG_MAX_JIT) continue;
+                    progs[n_cov] = &s->u.ew.args;
+                    i32[n_cov++] = ingot_cuda_ew_fits_i32(&s->u.ew.args) != 0;
+                }
+                ig_err je = {0};
+                bool ok = ig__cu_ew_jit_check(progs, i32, n_cov, jit_arch, &je) == INGOT_OK;
+                jit_programs += n_ew;
+                jit_covered += n_cov;
+                printf("%s %s %s %s: %d of %d elementwise programs generated and compiled for %s%s%.500s\n",
+                       ok ? "PASS" : "FAIL", dir, on, pn, n_cov, n_ew, jit_arch, ok ? "" : ": ", ok ? "" : je.msg);
+                fails += !ok;
+            }
             if (lower_only) {
                 printf("PASS %s %s %s: lowered into %s\n", dir, on, pn, kinds);
                 ig__cu_prog_free(&p);
@@ -201,6 +226,10 @@ int main(int argc, char **argv)
             coverage = 1;
             continue;
         }
+        if (!strcmp(argv[i], "--jit") && i + 1 < argc) {
+            jit_arch = argv[++i];
+            continue;
+        }
         fails += check_case(argv[i]);
         n++;
     }
@@ -216,6 +245,9 @@ int main(int argc, char **argv)
         fails += missing;
         n++;
     }
+    if (jit_arch)
+        printf("jit: %lld of %lld elementwise programs covered by the generator\n", (long long)jit_covered,
+               (long long)jit_programs);
     printf("%d passed, %d failed\n", n - (fails > n ? n : fails), fails);
     return fails ? 1 : 0;
 }

@@ -171,6 +171,13 @@ __device__ __forceinline__ void store_vec(void *p, int64_t off, int64_t st, int 
 
 /* ---- the operations ------------------------------------------------------------------------------ */
 
+/* Rounding through fp16 and bf16 bits, by the names IG_EW_FLOAT_EXPRS uses (the generated kernels define
+ * their own, by PTX). */
+__device__ __forceinline__ unsigned short f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+__device__ __forceinline__ float h2f(unsigned short h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ unsigned short f2b(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+__device__ __forceinline__ float b2f(unsigned short h) { return __bfloat162float(__ushort_as_bfloat16(h)); }
+
 __device__ __forceinline__ float fmod_py(float x, float y)
 {
     float m = fmodf(x, y);
@@ -212,53 +219,7 @@ __device__ __forceinline__ void apply_f(int code, const float (&p)[V], const flo
         }                                             \
         break;
     switch (code) {
-        EW_CASE(IG_EW_COPY, a)
-        EW_CASE(IG_EW_NEG, -a)
-        EW_CASE(IG_EW_ABS, fabsf(a))
-        EW_CASE(IG_EW_RECIP, 1.f / a)
-        EW_CASE(IG_EW_SQRT, sqrtf(a))
-        EW_CASE(IG_EW_EXP, expf(a))
-        EW_CASE(IG_EW_LOG, logf(a))
-        EW_CASE(IG_EW_ERF, erff(a))
-        EW_CASE(IG_EW_TANH, tanhf(a))
-        EW_CASE(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))
-        EW_CASE(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))
-        EW_CASE(IG_EW_LEAKY, a < 0.f ? a * k : a)
-        EW_CASE(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))
-        EW_CASE(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))
-        EW_CASE(IG_EW_HARDSWISH, a * fmaxf(0.f, fminf(1.f, a * (1.f / 6.f) + 0.5f)))
-        EW_CASE(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))
-        EW_CASE(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a))))
-        EW_CASE(IG_EW_SOFTPLUS, fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))))
-        EW_CASE(IG_EW_MISH, a * tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)))))
-        EW_CASE(IG_EW_ISNAN, a != a ? 1.f : 0.f)
-        EW_CASE(IG_EW_NOT, a == 0.f ? 1.f : 0.f)
-        EW_CASE(IG_EW_FLOOR, floorf(a))
-        EW_CASE(IG_EW_CEIL, ceilf(a))
-        EW_CASE(IG_EW_ROUND, rintf(a))
-        EW_CASE(IG_EW_TO_F16, __half2float(__float2half_rn(a)))
-        EW_CASE(IG_EW_TO_BF16, __bfloat162float(__float2bfloat16_rn(a)))
-        EW_CASE(IG_EW_TO_INT, a != a ? 0.f : truncf(a))
-        EW_CASE(IG_EW_TO_BOOL, a != 0.f ? 1.f : 0.f)
-        EW_CASE(IG_EW_ADD, a + b)
-        EW_CASE(IG_EW_SUB, a - b)
-        EW_CASE(IG_EW_MUL, a * b)
-        EW_CASE(IG_EW_DIV, a / b)
-        EW_CASE(IG_EW_POW, b == 2.f ? a * a : powf(a, b))
-        EW_CASE(IG_EW_MOD, fmod_py(a, b))
-        EW_CASE(IG_EW_FMOD, fmodf(a, b))
-        EW_CASE(IG_EW_MAX, (a > b || a != a) ? a : b)
-        EW_CASE(IG_EW_MIN, (a < b || a != a) ? a : b)
-        EW_CASE(IG_EW_PRELU, a < 0.f ? a * b : a)
-        EW_CASE(IG_EW_EQ, a == b ? 1.f : 0.f)
-        EW_CASE(IG_EW_GT, a > b ? 1.f : 0.f)
-        EW_CASE(IG_EW_LT, a < b ? 1.f : 0.f)
-        EW_CASE(IG_EW_GE, a >= b ? 1.f : 0.f)
-        EW_CASE(IG_EW_LE, a <= b ? 1.f : 0.f)
-        EW_CASE(IG_EW_AND, (a != 0.f && b != 0.f) ? 1.f : 0.f)
-        EW_CASE(IG_EW_OR, (a != 0.f || b != 0.f) ? 1.f : 0.f)
-        EW_CASE(IG_EW_WHERE, a != 0.f ? b : z)
-        EW_CASE(IG_EW_MULADD, fmaf(a, b, z))
+        IG_EW_FLOAT_EXPRS(EW_CASE)
     default:
         if (ig__pw_math_ext(code)) {
             _Pragma("unroll") for (int j = 0; j < V; j++) x[j] = ig__pw_math_f32(code, p[j], k, k2);
@@ -722,6 +683,23 @@ extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cud
     params->kernelParams = arg_ptrs;
     params->extra = NULL;
     return cudaSuccess;
+}
+
+/* ---- programs compiled at run time (src/cuda/ew_jit.c): the interpreter's grid, their own kernel ---- */
+
+extern "C" int ingot_cuda_ew_fits_i32(const ig_ew_args *a) { return ew_fits_i32(a) ? 1 : 0; }
+
+static dim3 ew_jit_grid(const ig_ew_args *a)
+{
+    int64_t blocks = ((a->n + 7) / 8 + EW_BLOCK - 1) / EW_BLOCK;
+    return dim3((unsigned)(blocks < 1 ? 1 : blocks));
+}
+
+extern "C" cudaError_t ingot_cuda_ew_jit_launch(const void *func, const ig_ew_args *a, cudaStream_t s)
+{
+    if (a->n <= 0) return cudaSuccess;
+    void *args[1] = {(void *)a};
+    return cudaLaunchKernel(func, ew_jit_grid(a), dim3(EW_BLOCK), args, 0, s);
 }
 
 /* ---- fill ------------------------------------------------------------------------------------------ */

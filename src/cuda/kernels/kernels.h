@@ -87,6 +87,59 @@ enum ig_ew_code {
     IG_EW_CODE_COUNT
 };
 
+/* The fp32 expression of every code over operands a, b, z and constants k, k2, in one list: the
+ * interpreter (kernels/elementwise.cu) expands it into code, the run-time generator (src/cuda/ew_jit.c)
+ * into text, so the two compute exactly the same. h2f/f2h and b2f/f2b round through fp16 and bf16 bits;
+ * fmod_py is Python's (and ONNX Mod's) sign rule. */
+#define IG_EW_FLOAT_EXPRS(X)                                                                         \
+    X(IG_EW_COPY, a)                                                                                 \
+    X(IG_EW_NEG, -a)                                                                                 \
+    X(IG_EW_ABS, fabsf(a))                                                                           \
+    X(IG_EW_RECIP, 1.f / a)                                                                          \
+    X(IG_EW_SQRT, sqrtf(a))                                                                          \
+    X(IG_EW_EXP, expf(a))                                                                            \
+    X(IG_EW_LOG, logf(a))                                                                            \
+    X(IG_EW_ERF, erff(a))                                                                            \
+    X(IG_EW_TANH, tanhf(a))                                                                          \
+    X(IG_EW_SIGMOID, 1.f / (1.f + expf(-a)))                                                         \
+    X(IG_EW_RELU, a > 0.f ? a : (a != a ? a : 0.f))                                                  \
+    X(IG_EW_LEAKY, a < 0.f ? a * k : a)                                                              \
+    X(IG_EW_CLIP, a != a ? a : fminf(fmaxf(a, k), k2))                                               \
+    X(IG_EW_HARDSIGMOID, a != a ? a : fmaxf(0.f, fminf(1.f, k * a + k2)))                            \
+    X(IG_EW_HARDSWISH, a *fmaxf(0.f, fminf(1.f, a *(1.f / 6.f) + 0.5f)))                             \
+    X(IG_EW_GELU_ERF, 0.5f * a * (1.f + erff(a * 0.70710678118654752f)))                             \
+    X(IG_EW_GELU_TANH, 0.5f * a * (1.f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)))) \
+    X(IG_EW_SOFTPLUS, fmaxf(a, 0.f) + log1pf(expf(-fabsf(a))))                                       \
+    X(IG_EW_MISH, a *tanhf(fmaxf(a, 0.f) + log1pf(expf(-fabsf(a)))))                                 \
+    X(IG_EW_ISNAN, a != a ? 1.f : 0.f)                                                               \
+    X(IG_EW_NOT, a == 0.f ? 1.f : 0.f)                                                               \
+    X(IG_EW_FLOOR, floorf(a))                                                                        \
+    X(IG_EW_CEIL, ceilf(a))                                                                          \
+    X(IG_EW_ROUND, rintf(a))                                                                         \
+    X(IG_EW_TO_F16, h2f(f2h(a)))                                                                     \
+    X(IG_EW_TO_BF16, b2f(f2b(a)))                                                                    \
+    X(IG_EW_TO_INT, a != a ? 0.f : truncf(a))                                                        \
+    X(IG_EW_TO_BOOL, a != 0.f ? 1.f : 0.f)                                                           \
+    X(IG_EW_ADD, a + b)                                                                              \
+    X(IG_EW_SUB, a - b)                                                                              \
+    X(IG_EW_MUL, a *b)                                                                               \
+    X(IG_EW_DIV, a / b)                                                                              \
+    X(IG_EW_POW, b == 2.f ? a * a : powf(a, b))                                                      \
+    X(IG_EW_MOD, fmod_py(a, b))                                                                      \
+    X(IG_EW_FMOD, fmodf(a, b))                                                                       \
+    X(IG_EW_MAX, (a > b || a != a) ? a : b)                                                          \
+    X(IG_EW_MIN, (a < b || a != a) ? a : b)                                                          \
+    X(IG_EW_PRELU, a < 0.f ? a * b : a)                                                              \
+    X(IG_EW_EQ, a == b ? 1.f : 0.f)                                                                  \
+    X(IG_EW_GT, a > b ? 1.f : 0.f)                                                                   \
+    X(IG_EW_LT, a < b ? 1.f : 0.f)                                                                   \
+    X(IG_EW_GE, a >= b ? 1.f : 0.f)                                                                  \
+    X(IG_EW_LE, a <= b ? 1.f : 0.f)                                                                  \
+    X(IG_EW_AND, (a != 0.f && b != 0.f) ? 1.f : 0.f)                                                 \
+    X(IG_EW_OR, (a != 0.f || b != 0.f) ? 1.f : 0.f)                                                  \
+    X(IG_EW_WHERE, a != 0.f ? b : z)                                                                 \
+    X(IG_EW_MULADD, fmaf(a, b, z))
+
 typedef struct ig_ew_op {
     uint8_t code;
     uint8_t a, b, c; /* operand refs (IG_REF_*) */
@@ -117,6 +170,11 @@ typedef struct ig_ew_args {
 } ig_ew_args;
 
 cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s);
+/* The same launch through a kernel compiled for this program (src/cuda/ew_jit.c): func takes one
+ * ig_ew_args by value, one thread per 8 elements in blocks of 256, as the interpreter. */
+cudaError_t ingot_cuda_ew_jit_launch(const void *func, const ig_ew_args *a, cudaStream_t s);
+/* True when every offset of the launch fits in 32 bits (the kernels then index with int). */
+int ingot_cuda_ew_fits_i32(const ig_ew_args *a);
 /* The kernel node parameters `a` launches with, written to *params (kernel function, grid, block, the
  * by-value arguments copied into arg_storage, which must hold sizeof(ig_ew_args) + 16 bytes, pointed to
  * by arg_ptrs[0..1]); for patching an instantiated CUDA graph's input/output copies in place
