@@ -20,6 +20,7 @@ import argparse
 import concurrent.futures as cf
 import json
 import math
+import re
 import os
 import selectors
 import shlex
@@ -412,8 +413,8 @@ def ingot_model(name, meta, args, worker):
             if over():
                 break
             cmd = [ing, "bench", os.path.join(d, "model.onnx"), "--batch", str(b), "--json"] + dev
-            cmd += (["--fp16", "--duration", str(args.duration), "--warmup", "10"] if args.device == "cuda"
-                    else ["--iterations", "2"])
+            cmd += (["--fp16", "--duration", str(args.duration), "--warmup", "10", "--profile"]
+                    if args.device == "cuda" else ["--iterations", "2"])
             rc, out, err, s = run_cmd(cmd, left(args.step_timeout), log)
             if rc != 0:
                 res["bench"][str(b)] = {"ok": False, "error": err_line(out, err, rc)}
@@ -433,7 +434,7 @@ def ingot_model(name, meta, args, worker):
                 "allocs_during_timed_runs": ((j.get("timed_runs") or {}).get("device_mallocs", 0)
                                              + (j.get("timed_runs") or {}).get("device_frees", 0))
                 if j.get("timed_runs") else None,
-                "s": round(s, 2)}
+                "s": round(s, 2), "profile": where_time_goes(err)}
 
     # PyTorch's best, same batches (only where ingot has a time to compare with)
     if worker is not None and any(bb.get("ok") for bb in res["bench"].values()) and not over():
@@ -462,6 +463,38 @@ def ingot_model(name, meta, args, worker):
     res["gpu_s"] = round(time.time() - t_start, 1)
     log.close()
     return res
+
+
+def where_time_goes(err):
+    """From `ingot bench --profile`'s stderr: time by step kind and the slowest steps (one stream run)."""
+    kinds, slowest, total = {}, [], None
+    for ln in err.splitlines():
+        m = re.match(r"\s+profile of .* \(stream execution, ([0-9.]+) ms in", ln)
+        if m:
+            total = float(m.group(1))
+        m = re.match(r"\s{4}(\w+)\s+(\d+) steps\s+([0-9.]+) ms\s+([0-9.]+)%", ln)
+        if m:
+            kinds[m.group(1)] = {"steps": int(m.group(2)), "ms": float(m.group(3))}
+        m = re.match(r"\s{4}\s*\d+\s+([0-9.]+) ms\s+([0-9.]+)%\s+(.*)", ln)
+        if m and len(slowest) < 5:
+            slowest.append({"ms": float(m.group(1)), "step": m.group(3)[:120]})
+    return {"stream_ms": total, "kinds": kinds, "slowest": slowest} if total else None
+
+
+def time_by_kind(results):
+    """Lines saying where each model slower than PyTorch spends its time (the large batch's profile)."""
+    L = []
+    for r in results:
+        for b, bb in sorted(r["bench"].items(), key=lambda kv: int(kv[0])):
+            pr, ratio = bb.get("profile"), bb.get("throughput_ratio")
+            if not pr or ratio is None or ratio >= 1.0:
+                continue
+            ks = sorted(pr["kinds"].items(), key=lambda kv: -kv[1]["ms"])
+            share = ", ".join(f"{k} {100 * v['ms'] / pr['stream_ms']:.0f}% ({v['steps']})" for k, v in ks[:4])
+            top = "; ".join(f"{x['ms']:.3f} ms {x['step'][:60]}" for x in pr["slowest"][:2])
+            L.append(f"- {r['model']} b{b} ({ratio:.2f}x, stream {pr['stream_ms']:.3f} ms): {share}; slowest: {top}")
+    return (["", "where the time goes in the runs slower than PyTorch (kind: share of stream time (steps)):"] + L
+            if L else [])
 
 
 def verdicts(res):
@@ -544,6 +577,7 @@ def table(results, title=""):
     n_ok = sum(1 for r in results if verdicts(r)[0] == "ok")
     n_num = sum(1 for r in results if r["numerics"] and all(n.get("ok") for n in r["numerics"].values()))
     L.append(f"{len(results)} models: {n_ok} built, {n_num} numerics ok")
+    L += time_by_kind(results)
     fails = [(r["model"], e) for r in results for e in r["errors"]]
     if fails:
         L.append("")

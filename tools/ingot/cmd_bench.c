@@ -327,6 +327,63 @@ out:
         }                                                                            \
     } while (0)
 
+typedef struct {
+    double ms;
+    int64_t step; /* a step's index, or its kind's step count */
+    char kind[16];
+} prof_row;
+
+static int by_ms_desc(const void *a, const void *b)
+{
+    double x = ((const prof_row *)a)->ms, y = ((const prof_row *)b)->ms;
+    return (x < y) - (x > y);
+}
+
+static int by_kind(const void *a, const void *b)
+{
+    return strcmp(((const prof_row *)a)->kind, ((const prof_row *)b)->kind);
+}
+
+/* The profile's slowest steps and time by step kind (a label's first word), sorted, O(n log n). */
+static void print_profile(FILE *f, const bench_opts *o, int64_t batch, char (*labels)[96], const double *pms, int64_t n)
+{
+    prof_row *v = calloc((size_t)n, sizeof *v), *kd = calloc((size_t)n, sizeof *kd);
+    if (!v || !kd) {
+        fprintf(stderr, "ingot bench: out of memory for the profile of %" PRId64 " steps\n", n);
+        goto out;
+    }
+    double tot = 0;
+    for (int64_t k = 0; k < n; k++) {
+        tot += pms[k];
+        v[k] = (prof_row){.ms = pms[k], .step = k};
+        kd[k] = (prof_row){.ms = pms[k], .step = 1};
+        snprintf(kd[k].kind, sizeof kd[k].kind, "%.*s", (int)strcspn(labels[k], " "), labels[k]);
+    }
+    qsort(v, (size_t)n, sizeof *v, by_ms_desc);
+    fprintf(f, "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
+            o->path, batch, tot, n);
+    for (int64_t k = 0; k < n && k < 25; k++)
+        fprintf(f, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", v[k].step, v[k].ms, 100 * v[k].ms / tot,
+                labels[v[k].step]);
+    qsort(kd, (size_t)n, sizeof *kd, by_kind);
+    int64_t m = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (m && !strcmp(kd[m - 1].kind, kd[k].kind)) {
+            kd[m - 1].ms += kd[k].ms;
+            kd[m - 1].step++;
+        } else
+            kd[m++] = kd[k];
+    qsort(kd, (size_t)m, sizeof *kd, by_ms_desc);
+    for (int64_t k = 0; k < m; k++)
+        fprintf(f, "    %-10s %4" PRId64 " steps %9.4f ms %5.1f%%\n", kd[k].kind, kd[k].step, kd[k].ms,
+                100 * kd[k].ms / tot);
+    if (o->profile == 2)
+        for (int64_t k = 0; k < n; k++) fprintf(f, "    step %4" PRId64 "  %8.4f ms  %s\n", k, pms[k], labels[k]);
+out:
+    free(v);
+    free(kd);
+}
+
 static int bench_gpu(const bench_opts *o)
 {
     ig_cli_target t;
@@ -538,44 +595,7 @@ static int bench_gpu(const bench_opts *o)
         printf("  timed runs: %" PRIu64 " device allocations, %" PRIu64 " frees, free memory changed by %lld bytes\n",
                nm1 - nm0, nf1 - nf0, during);
     }
-    if (n_prof > 0) {
-        /* with --json the profile goes to stderr, so stdout stays one JSON object */
-        FILE *pf = o->json ? stderr : stdout;
-        int64_t *idx = calloc((size_t)n_prof, sizeof *idx);
-        double tot = 0;
-        for (int64_t k = 0; k < n_prof; k++) tot += pms[k];
-        if (idx) {
-            for (int64_t k = 0; k < n_prof; k++) idx[k] = k;
-            for (int64_t a = 1; a < n_prof; a++)
-                for (int64_t b = a; b > 0 && pms[idx[b]] > pms[idx[b - 1]]; b--) {
-                    int64_t tmp = idx[b];
-                    idx[b] = idx[b - 1];
-                    idx[b - 1] = tmp;
-                }
-            fprintf(pf,
-                    "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
-                    o->path, t.batch, tot, n_prof);
-            for (int64_t k = 0; k < n_prof && k < 25; k++)
-                fprintf(pf, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", idx[k], pms[idx[k]], 100 * pms[idx[k]] / tot,
-                        labels[idx[k]]);
-            const char *kinds[] = {"ew",     "conv", "dwconv", "gemm", "softmax",  "layernorm",
-                                   "reduce", "pool", "gather", "fill", "attention"};
-            for (size_t q = 0; q < sizeof kinds / sizeof kinds[0]; q++) {
-                double s = 0;
-                int cnt = 0;
-                for (int64_t k = 0; k < n_prof; k++)
-                    if (!strncmp(labels[k], kinds[q], strlen(kinds[q])) && labels[k][strlen(kinds[q])] == ' ') {
-                        s += pms[k];
-                        cnt++;
-                    }
-                if (cnt) fprintf(pf, "    %-10s %4d steps %9.4f ms %5.1f%%\n", kinds[q], cnt, s, 100 * s / tot);
-            }
-            if (o->profile == 2)
-                for (int64_t k = 0; k < n_prof; k++)
-                    fprintf(pf, "    step %4" PRId64 "  %8.4f ms  %s\n", k, pms[k], labels[k]);
-            free(idx);
-        }
-    }
+    if (n_prof > 0) print_profile(o->json ? stderr : stdout, o, t.batch, labels, pms, n_prof);
     rc = (nm1 != nm0 || nf1 != nf0) ? 3 : 0;
     if (rc) fprintf(stderr, "ingot bench: the library allocated or freed device memory during the timed runs\n");
 out:
