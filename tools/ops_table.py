@@ -45,6 +45,12 @@ REASONS = [
 ]
 
 
+# What the CUDA backend leaves out of an op it lowers (a model with such a node runs on the CPU under AUTO).
+CUDA_NOTES = {
+    "ConvTranspose": "CUDA: 1-D and 2-D (cuDNN backward data), not 3-D",
+}
+
+
 def reason_of(op):
     for why, ops in REASONS:
         if op in ops:
@@ -118,7 +124,7 @@ def render():
         if c:
             n_cpu += 1
             n_cuda += gpu == "yes"
-            note = "" if gpu == "yes" else "CPU only: AUTO runs it on the CPU"
+            note = CUDA_NOTES.get(op, "") if gpu == "yes" else "CPU only: AUTO runs it on the CPU"
         else:
             note = reason_of(op)
         rows.append(f"| {op} | {', '.join(map(str, vers))} | {cpu} | {gpu} | {note} |")

@@ -3,6 +3,10 @@
  * timing (cudnnFindConvolutionForwardAlgorithmEx over the real buffers, under the step's workspace),
  * bias + residual + ReLU fused through cudnnConvolutionBiasActivationForward.
  *
+ * ConvTranspose (cv->transpose) is the backward data of the forward convolution whose filter is its
+ * weight: the same descriptors with x as dy and y as dx, the same choice machinery over cuDNN's
+ * backward-data algorithms (cudnnConvolutionBackwardData; no bias: the lowering adds it after).
+ *
  * Channels-last fp16 tensors take cuDNN's tensor-core kernels (CUDNN_TENSOR_OP_MATH, fp32 accumulation).
  * float32 convolutions are held to CUDNN_FMA_MATH, so no TF32 creeps in: fp32 results stay within 1e-3
  * of the CPU reference.
@@ -21,7 +25,7 @@ struct ig_cu_conv_prep {
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     cudnnActivationDescriptor_t act;
-    cudnnConvolutionFwdAlgo_t algo;
+    int algo; /* a cudnnConvolutionFwdAlgo_t, or a cudnnConvolutionBwdDataAlgo_t when transposed */
     cudnnMathType_t math;
     size_t ws;      /* workspace of the chosen algorithm */
     size_t ws_plan; /* workspace planned for the step */
@@ -39,8 +43,22 @@ static cudnnDataType_t cudnn_type(ingot_dtype t)
     }
 }
 
-static const char *algo_name(cudnnConvolutionFwdAlgo_t a)
+static const char *bwd_algo_name(int a)
 {
+    switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "algo_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "algo_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "fft";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "fft_tiling";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "winograd";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
+    default: return "?";
+    }
+}
+
+static const char *algo_name(int a, bool transpose)
+{
+    if (transpose) return bwd_algo_name(a);
     switch (a) {
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "implicit_precomp_gemm";
@@ -61,8 +79,9 @@ void ig__cu_conv_describe(const ig_cu_step *s, char *buf, size_t n)
         snprintf(buf, n, "cuDNN (not prepared)");
         return;
     }
-    snprintf(buf, n, "cuDNN %s%s, %.1f MB", algo_name(c->algo), c->math == CUDNN_FMA_MATH ? " fma" : "",
-             (double)c->ws / 1e6);
+    bool t = s->u.conv.transpose != 0;
+    snprintf(buf, n, "cuDNN %s%s%s, %.1f MB", t ? "bwd-data " : "", algo_name(c->algo, t),
+             c->math == CUDNN_FMA_MATH ? " fma" : "", (double)c->ws / 1e6);
 }
 
 /* A 4-D descriptor from a view: the packed channels-last and row-major forms by name (so cuDNN takes
@@ -93,6 +112,56 @@ void ig__cu_conv_release(ig_cu_step *s)
     if (c->act) cudnnDestroyActivationDescriptor(c->act);
     ig__free(c);
     s->u.conv.prep = NULL;
+}
+
+/* A candidate as cuDNN reports it, for either direction. */
+typedef struct conv_perf {
+    int algo;
+    cudnnStatus_t status;
+    size_t memory;
+    cudnnDeterminism_t determinism;
+    cudnnMathType_t math;
+} conv_perf;
+
+#define CONV_PERF(p) ((conv_perf){(int)(p).algo, (p).status, (p).memory, (p).determinism, (p).mathType})
+
+/* cuDNN's heuristic candidates (ptrs NULL), or its timed ones over the real buffers and workspace. */
+static cudnnStatus_t conv_candidates(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
+                                     conv_perf *out, int *n)
+{
+    const ig_cu_conv *cv = &s->u.conv;
+    const struct ig_cu_conv_prep *c = cv->prep;
+    cudnnStatus_t r;
+    *n = 0;
+    if (cv->transpose) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_CANDIDATES];
+        r = ptrs
+                ? cudnnFindConvolutionBackwardDataAlgorithmEx(L->cudnn, c->w, ptrs[cv->w], c->x, ptrs[cv->x], c->conv,
+                                                              c->y, ptrs[cv->y], CONV_CANDIDATES, n, perf, ws, ws_bytes)
+                : cudnnGetConvolutionBackwardDataAlgorithm_v7(L->cudnn, c->w, c->x, c->conv, c->y, CONV_CANDIDATES, n,
+                                                              perf);
+        for (int i = 0; r == CUDNN_STATUS_SUCCESS && i < *n; i++) out[i] = CONV_PERF(perf[i]);
+    } else {
+        cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
+        r = ptrs
+                ? cudnnFindConvolutionForwardAlgorithmEx(L->cudnn, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, c->y,
+                                                         ptrs[cv->y], CONV_CANDIDATES, n, perf, ws, ws_bytes)
+                : cudnnGetConvolutionForwardAlgorithm_v7(L->cudnn, c->x, c->w, c->conv, c->y, CONV_CANDIDATES, n, perf);
+        for (int i = 0; r == CUDNN_STATUS_SUCCESS && i < *n; i++) out[i] = CONV_PERF(perf[i]);
+    }
+    if (r != CUDNN_STATUS_SUCCESS) *n = 0;
+    return r;
+}
+
+/* the workspace algorithm `algo` needs */
+static cudnnStatus_t conv_ws_size(ig_cu_libs *L, const ig_cu_step *s, int algo, size_t *need)
+{
+    const struct ig_cu_conv_prep *c = s->u.conv.prep;
+    if (s->u.conv.transpose)
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(L->cudnn, c->w, c->x, c->conv, c->y,
+                                                            (cudnnConvolutionBwdDataAlgo_t)algo, need);
+    return cudnnGetConvolutionForwardWorkspaceSize(L->cudnn, c->x, c->w, c->conv, c->y, (cudnnConvolutionFwdAlgo_t)algo,
+                                                   need);
 }
 
 /* a choice: the algorithm, its math type and its workspace */
@@ -145,25 +214,29 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
                        cudnnSetActivationDescriptor(c->act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0))) !=
         INGOT_OK)
         return st;
+    /* the forward convolution's geometry: of x into y, or (transposed) of the dx buffer y into dy = x */
+    const ig_cu_tensor *fo = cv->transpose ? x : y;
     int on, oc, oh, ow;
-    if ((st = IG_CUDNN(err, label, cudnnGetConvolution2dForwardOutputDim(c->conv, c->x, c->w, &on, &oc, &oh, &ow))) !=
-        INGOT_OK)
+    if ((st = IG_CUDNN(err, label,
+                       cudnnGetConvolution2dForwardOutputDim(c->conv, cv->transpose ? c->y : c->x, c->w, &on, &oc, &oh,
+                                                             &ow))) != INGOT_OK)
         return st;
-    if (on != y->dims[0] || oc != y->dims[1] || oh != y->dims[2] || ow != y->dims[3])
+    if (on != fo->dims[0] || oc != fo->dims[1] || oh != fo->dims[2] || ow != fo->dims[3])
         return ig__errf(err, INGOT_ERR_INTERNAL,
-                        "node %s: cuDNN computes output [%d,%d,%d,%d], the graph says "
+                        "node %s: cuDNN computes %s [%d,%d,%d,%d], the graph says "
                         "[%lld,%lld,%lld,%lld]",
-                        label, on, oc, oh, ow, (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2],
-                        (long long)y->dims[3]);
+                        label, cv->transpose ? "the forward convolution of the output as" : "output", on, oc, oh, ow,
+                        (long long)fo->dims[0], (long long)fo->dims[1], (long long)fo->dims[2], (long long)fo->dims[3]);
     /* the problem as cuDNN is asked it, so equal keys mean interchangeable choices */
     char xs[160], ys[160];
     snprintf(c->key, sizeof c->key,
-             "conv %s x %s y %s w %lld,%lld,%lld,%lld%s pad %d,%d str %d,%d dil %d,%d g %d relu %d z %d math %d "
+             "%s %s x %s y %s w %lld,%lld,%lld,%lld%s pad %d,%d str %d,%d dil %d,%d g %d relu %d z %d math %d "
              "limit %zu%s",
-             ingot_dtype_name(x->dtype), ig__cu_tensor_str(x, xs, sizeof xs), ig__cu_tensor_str(y, ys, sizeof ys),
-             (long long)w->dims[0], (long long)w->dims[1], (long long)w->dims[2], (long long)w->dims[3],
-             krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1], cv->dil[0], cv->dil[1],
-             cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit, deterministic ? " det" : "");
+             cv->transpose ? "convT" : "conv", ingot_dtype_name(x->dtype), ig__cu_tensor_str(x, xs, sizeof xs),
+             ig__cu_tensor_str(y, ys, sizeof ys), (long long)w->dims[0], (long long)w->dims[1], (long long)w->dims[2],
+             (long long)w->dims[3], krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1],
+             cv->dil[0], cv->dil[1], cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit,
+             deterministic ? " det" : "");
     /* a choice the engine already holds (another context's, the engine file's): its workspace is the
      * step's, and cuDNN's heuristic query (about a millisecond a convolution) is skipped; tuning checks
      * the choice before it runs (ig__cu_conv_apply) and times again if it does not hold */
@@ -174,12 +247,9 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
         *ws_bytes = c->ws_plan;
         return INGOT_OK;
     }
-    cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
+    conv_perf perf[CONV_CANDIDATES];
     int n = 0;
-    if ((st = IG_CUDNN(err, label,
-                       cudnnGetConvolutionForwardAlgorithm_v7(L->cudnn, c->x, c->w, c->conv, c->y, CONV_CANDIDATES, &n,
-                                                              perf))) != INGOT_OK)
-        return st;
+    if ((st = IG_CUDNN(err, label, conv_candidates(L, s, NULL, NULL, 0, perf, &n))) != INGOT_OK) return st;
     size_t ws = 0;
     bool any = false;
     for (int i = 0; i < n; i++) {
@@ -194,9 +264,10 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
     }
     if (!any)
         return ig__errf(err, INGOT_ERR_CUDNN,
-                        "node %s: cuDNN offers no %sconvolution algorithm within the %zu-byte "
+                        "node %s: cuDNN offers no %s%s algorithm within the %zu-byte "
                         "workspace limit",
-                        label, deterministic ? "deterministic " : "", ws_limit);
+                        label, deterministic ? "deterministic " : "",
+                        cv->transpose ? "backward-data (ConvTranspose)" : "convolution", ws_limit);
     c->ws_plan = ws;
     *ws_bytes = ws;
     return INGOT_OK;
@@ -220,21 +291,25 @@ size_t ig__cu_conv_choice(const ig_cu_step *s, void *out, size_t cap)
     return sizeof k;
 }
 
-static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, cudnnConvolutionFwdAlgo_t algo, void *const *ptrs,
-                               void *ws, size_t ws_bytes)
+static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, int algo, void *const *ptrs, void *ws,
+                               size_t ws_bytes)
 {
     const ig_cu_conv *cv = &s->u.conv;
     const struct ig_cu_conv_prep *c = cv->prep;
     const float one = 1.f, zero = 0.f;
+    if (cv->transpose)
+        return cudnnConvolutionBackwardData(L->cudnn, &one, c->w, ptrs[cv->w], c->x, ptrs[cv->x], c->conv,
+                                            (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_bytes, &zero, c->y,
+                                            ptrs[cv->y]);
     if (cv->relu) {
         const float alpha2 = cv->z >= 0 ? 1.f : 0.f;
         const void *z = cv->z >= 0 ? ptrs[cv->z] : ptrs[cv->y];
         return cudnnConvolutionBiasActivationForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv,
-                                                     algo, ws, ws_bytes, &alpha2, c->y, z, c->b, ptrs[cv->b], c->act,
-                                                     c->y, ptrs[cv->y]);
+                                                     (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes, &alpha2, c->y, z,
+                                                     c->b, ptrs[cv->b], c->act, c->y, ptrs[cv->y]);
     }
-    return cudnnConvolutionForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, algo, ws, ws_bytes,
-                                   &zero, c->y, ptrs[cv->y]);
+    return cudnnConvolutionForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv,
+                                   (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes, &zero, c->y, ptrs[cv->y]);
 }
 
 /* cudnnFind times each algorithm once, and on the plain convolution: at small sizes one run is noise
@@ -245,7 +320,7 @@ static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, cudnnConvolut
 #define CONV_TUNE_REPS 10
 
 typedef struct conv_cand {
-    cudnnConvolutionFwdAlgo_t algo;
+    int algo;
     cudnnMathType_t math;
     size_t ws;
 } conv_cand;
@@ -284,20 +359,16 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     struct ig_cu_conv_prep *c = cv->prep;
     ingot_status st;
     if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
-    cudnnConvolutionFwdAlgoPerf_t perf[CONV_CANDIDATES];
+    conv_perf perf[CONV_CANDIDATES];
     int n = 0;
-    cudnnStatus_t cs =
-        cudnnFindConvolutionForwardAlgorithmEx(L->cudnn, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv, c->y,
-                                               ptrs[cv->y], CONV_CANDIDATES, &n, perf, ws, ws_bytes);
-    if (cs != CUDNN_STATUS_SUCCESS) n = 0; /* keep the heuristic's choice */
+    conv_candidates(L, s, ptrs, ws, ws_bytes, perf, &n); /* none (a failure): keep the heuristic's choice */
     conv_cand cand[CONV_RETIME];
     int n_cand = 0;
     for (int i = 0; i < n && n_cand < CONV_RETIME; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;
-        if (c->math == CUDNN_FMA_MATH && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
-            continue;
+        if (c->math == CUDNN_FMA_MATH && perf[i].math != CUDNN_FMA_MATH && perf[i].math != CUDNN_DEFAULT_MATH) continue;
         cand[n_cand++] =
-            (conv_cand){perf[i].algo, c->math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : perf[i].mathType, perf[i].memory};
+            (conv_cand){perf[i].algo, c->math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : perf[i].math, perf[i].memory};
     }
     cudaEvent_t e0 = NULL, e1 = NULL;
     float best = FLT_MAX;
@@ -340,16 +411,15 @@ ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice,
     /* what cuDNN accepts for this problem within the step's workspace, and fp32 stays fp32 */
     bool math_ok = k.math == CUDNN_DEFAULT_MATH || k.math == CUDNN_TENSOR_OP_MATH ||
                    k.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || k.math == CUDNN_FMA_MATH;
-    if (k.algo < 0 || k.algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT || !math_ok) return INGOT_OK;
+    int n_algo = s->u.conv.transpose ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    if (k.algo < 0 || k.algo >= n_algo || !math_ok) return INGOT_OK;
     if (c->math == CUDNN_FMA_MATH && k.math != CUDNN_FMA_MATH) return INGOT_OK;
     ingot_status st;
     if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
     if (cudnnSetConvolutionMathType(c->conv, (cudnnMathType_t)k.math) != CUDNN_STATUS_SUCCESS) return INGOT_OK;
     size_t need = 0;
-    cudnnConvolutionFwdAlgo_t algo = (cudnnConvolutionFwdAlgo_t)k.algo;
-    bool fits = cudnnGetConvolutionForwardWorkspaceSize(L->cudnn, c->x, c->w, c->conv, c->y, algo, &need) ==
-                    CUDNN_STATUS_SUCCESS &&
-                need <= ws_bytes && need <= c->ws_plan;
+    int algo = k.algo;
+    bool fits = conv_ws_size(L, s, algo, &need) == CUDNN_STATUS_SUCCESS && need <= ws_bytes && need <= c->ws_plan;
     /* and it runs (one call, as tuning checks its winner) */
     if (fits && conv_call(L, s, algo, ptrs, ws, need) == CUDNN_STATUS_SUCCESS) {
         c->algo = algo;

@@ -159,6 +159,7 @@ ingot_status ig__cu_ew_jit_check(const ig_ew_args *const *progs, const bool *i32
 typedef struct ig_cu_conv {
     int32_t x, w, b, z, y; /* tensors; b, z may be -1 */
     int32_t relu;
+    int32_t transpose; /* ConvTranspose: cuDNN's backward data of the conv whose filter is w (x is its dy, y its dx) */
     int32_t pad[2], stride[2], dil[2], group;
     int32_t scratch; /* buffer of the workspace (-1 none) */
     struct ig_cu_conv_prep *prep;

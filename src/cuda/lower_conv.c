@@ -10,6 +10,10 @@
  *  - otherwise cuDNN: cudnnConvolutionBiasActivationForward when the epilogue is Relu or residual + Relu
  *    (its fused call needs an activation), else the convolution alone.
  * An epilogue the library call cannot take runs as one elementwise step after it (bias included).
+ *
+ * ConvTranspose: cuDNN's backward data of the forward convolution whose filter is its weight
+ * ([C_in, C_out/group, kH, kW] is that convolution's [K, C/group, R, S]), into a buffer whose rows the
+ * output is a view of (see convt_plan); the bias in an elementwise step after it.
  */
 #include "lower_internal.h"
 
@@ -38,18 +42,43 @@ static void conv_pads(const ig_node *n, int32_t spatial, const int64_t *in, cons
     }
 }
 
-/* A convolution's geometry, 1-D seen as 2-D with a height of 1. */
+/* A convolution's geometry, 1-D seen as 2-D with a height of 1. For ConvTranspose, pb/pe are the rows
+ * cropped from the full output (pe < 0: zero rows appended, output_shape larger than the full output). */
 typedef struct conv_geo {
     int32_t rank; /* of x: 3 or 4 */
     int64_t in[2], out[2], k[2], st[2], dl[2], pb[2], pe[2];
-    int64_t group, K;
+    int64_t group, K; /* K: output channels */
 } conv_geo;
 
-static void conv_geometry(ig_lower *L, int32_t id, conv_geo *c)
+/* ConvTranspose's crops, resolved as the CPU op does (src/ops/conv.c, resolve_dim): explicit pads, VALID,
+ * or the total of SAME / output_shape split between both ends. */
+static void convt_pads(const ig_node *n, int32_t sp, conv_geo *c)
 {
-    const ig_node *n = ig__lw_node(L, id);
-    const ig_value *x = ig__lw_val(L, n->inputs[0]), *w = ig__lw_val(L, n->inputs[1]),
-                   *y = ig__lw_val(L, n->outputs[0]);
+    const char *ap = ig__attr_str(n, "auto_pad", "NOTSET");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    const int64_t *pads = NULL, *opad = NULL, *os = NULL;
+    int64_t np = 0, nop = 0, nos = 0;
+    ig__attr_ints(n, "pads", &pads, &np);
+    ig__attr_ints(n, "output_padding", &opad, &nop);
+    bool has_os = ig__attr_ints(n, "output_shape", &os, &nos) && (nos == sp || nos == sp + 2);
+    for (int32_t i = 0; i < sp; i++) {
+        int64_t full = c->st[i] * (c->in[i] - 1) + (nop == sp ? opad[i] : 0) + (c->k[i] - 1) * c->dl[i] + 1;
+        c->pb[i] = 0;
+        if (has_os || same) {
+            int64_t o = has_os ? os[nos - sp + i] : c->in[i] * c->st[i];
+            int64_t total = full > o ? full - o : 0;
+            c->pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+        } else if (strcmp(ap, "VALID") && pads && np == 2 * sp) {
+            c->pb[i] = pads[i];
+        }
+        c->pe[i] = full - c->pb[i] - c->out[i];
+    }
+}
+
+static void conv_geometry(const ig_graph *g, const ig_node *n, conv_geo *c)
+{
+    const ig_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]], *y = &g->values[n->outputs[0]];
+    bool transpose = n->op == IG_OP_conv_transpose;
     int32_t sp = x->shape.rank - 2;
     c->rank = x->shape.rank;
     for (int32_t i = 0; i < 2; i++) c->in[i] = c->out[i] = c->k[i] = c->st[i] = c->dl[i] = 1;
@@ -64,9 +93,12 @@ static void conv_geometry(ig_lower *L, int32_t id, conv_geo *c)
         for (int32_t i = 0; i < sp; i++) c->st[i] = a[i];
     if (ig__attr_ints(n, "dilations", &a, &na) && na == sp)
         for (int32_t i = 0; i < sp; i++) c->dl[i] = a[i];
-    conv_pads(n, sp, c->in, c->out, c->k, c->st, c->dl, c->pb, c->pe);
+    if (transpose)
+        convt_pads(n, sp, c);
+    else
+        conv_pads(n, sp, c->in, c->out, c->k, c->st, c->dl, c->pb, c->pe);
     c->group = ig__attr_int(n, "group", 1);
-    c->K = w->shape.d[0].n;
+    c->K = transpose ? w->shape.d[1].n * c->group : w->shape.d[0].n;
     if (sp == 1) { /* [N, C, L] as [N, C, 1, L] */
         c->in[1] = c->in[0];
         c->out[1] = c->out[0];
@@ -260,6 +292,93 @@ static int32_t conv_layout(ig_lower *L, int32_t id, int32_t v, int32_t t, bool n
     return m;
 }
 
+/* [N, C, L] seen as [N, C, 1, L]; a 4-D tensor as it is. */
+static int32_t as_4d(ig_lower *L, int32_t xt)
+{
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    if (x.rank != 3) return xt;
+    int64_t d4[4] = {x.dims[0], x.dims[1], 1, x.dims[2]}, s4[4] = {x.strides[0], x.strides[1], 0, x.strides[2]};
+    return ig__lw_tensor(L, x.buf, x.dtype, 4, d4, s4, x.offset);
+}
+
+/*
+ * How cuDNN computes a ConvTranspose. Backward data with symmetric pads p writes rows [p, p + H) of the
+ * full output for any H whose forward convolution has the input's size: full0 - 2p <= H < full0 - 2p + s
+ * (full0 = s (in - 1) + (k - 1) d + 1, the rows the filter reaches; rows past it are zeros). The node
+ * wants rows [pb, pb + out): with p = min(pb, rows of full0 past the output), at least 0, a buffer of
+ * H = max(full0 - 2p, pb - p + out) rows holds them at row pb - p. Asymmetric pads and output_padding
+ * (up to s - 1 zero rows past full0) cost no copy, only a few extra rows. More zero rows than that cannot
+ * be had this way; ONNX Runtime refuses such models too (its forward convolution of the output must give
+ * the input's size).
+ */
+typedef struct convt_plan {
+    int32_t pad[2];
+    int64_t rows[2], crop[2];
+} convt_plan;
+
+static const char *convt_plan_of(const conv_geo *c, convt_plan *t)
+{
+    for (int i = 0; i < 2; i++) {
+        int64_t full0 = c->st[i] * (c->in[i] - 1) + (c->k[i] - 1) * c->dl[i] + 1;
+        int64_t end = full0 - c->pb[i] - c->out[i]; /* rows of full0 cropped at the end (< 0: zeros added) */
+        int64_t p = c->pb[i] < end ? c->pb[i] : end;
+        if (p < 0) p = 0;
+        int64_t lo = full0 - 2 * p, need = c->pb[i] - p + c->out[i];
+        if (need > lo + c->st[i] - 1)
+            return "output_padding or output_shape adds a stride or more of zero rows past the filter's reach "
+                   "(cuDNN's backward data cannot write them)";
+        if (p > INT32_MAX || c->st[i] > INT32_MAX || c->dl[i] > INT32_MAX)
+            return "pads, strides or dilations too large";
+        t->pad[i] = (int32_t)p;
+        t->rows[i] = need > lo ? need : lo;
+        t->crop[i] = c->pb[i] - p;
+    }
+    return NULL;
+}
+
+static ingot_status lower_convt(ig_lower *L, int32_t id, int32_t xt, const conv_geo *c, const ig_pw_prog *epi)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    convt_plan t;
+    const char *why = convt_plan_of(c, &t);
+    if (why) return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s", why);
+    bool nhwc = L->o->nhwc != 0;
+    if ((xt = as_4d(L, xt)) < 0) return ig__lw_oom(L);
+    if ((xt = conv_layout(L, id, c->rank == 4 ? n->inputs[0] : -1, xt, nhwc, "to channels-last")) < 0)
+        return ig__lw_status(L);
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    ingot_dtype dt = ig__lw_dev_dtype(L->p, ig__lw_val(L, n->inputs[1])->dtype);
+    bool has_b = ig__lw_in(L, id, 2) >= 0;
+    int32_t wt = filter_tensor(L, id, dt, nhwc);
+    int32_t bt = has_b ? bias_tensor(L, id, dt, c->K) : -1;
+    int64_t bd[4] = {x.dims[0], c->K, t.rows[0], t.rows[1]};
+    int32_t buf = ig__lw_dense(L, x.dtype, 4, bd, nhwc);
+    ig_cu_step *s = wt >= 0 && (bt >= 0 || !has_b) && buf >= 0 ? ig__lw_step(L, IG_ST_CONV, id, NULL) : NULL;
+    if (!s) return ig__lw_oom(L);
+    ig_cu_conv *cv = &s->u.conv;
+    cv->x = xt;
+    cv->w = wt;
+    cv->y = buf;
+    cv->b = cv->z = -1;
+    cv->relu = 0;
+    cv->transpose = 1;
+    for (int i = 0; i < 2; i++) {
+        cv->pad[i] = t.pad[i];
+        cv->stride[i] = (int32_t)c->st[i];
+        cv->dil[i] = (int32_t)c->dl[i];
+    }
+    cv->group = (int32_t)c->group;
+    cv->scratch = -1;
+    /* the output: rows [crop, crop + out) of the buffer */
+    ig_cu_tensor y = *ig__lw_T(L, buf);
+    y.dims[2] = c->out[0];
+    y.dims[3] = c->out[1];
+    y.offset += t.crop[0] * y.strides[2] + t.crop[1] * y.strides[3];
+    int32_t yt = ig__lw_tensor(L, y.buf, y.dtype, 4, y.dims, y.strides, y.offset);
+    if (yt < 0) return ig__lw_oom(L);
+    return conv_finish(L, id, c, yt, bt, epi, bt < 0, NULL); /* epi: empty (no fused ConvTranspose) */
+}
+
 ingot_status ig__lw_conv(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
@@ -268,27 +387,24 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
     ingot_status st = conv_epilogue(L, id, &epi, extra_v);
     if (st != INGOT_OK) return st;
     conv_geo c;
-    conv_geometry(L, id, &c);
+    conv_geometry(L->g, n, &c);
     const ig_value *xval = ig__lw_val(L, xv), *w = ig__lw_val(L, n->inputs[1]);
     bool want_nhwc = L->o->nhwc != 0;
     int32_t xt = ig__lw_get(L, xv);
     if (xt < 0) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
+    if (n->op == IG_OP_conv_transpose) return lower_convt(L, id, xt, &c, &epi);
 
     if (want_nhwc && c.rank == 4 && c.group > 1 && w->shape.d[1].n == 1 && c.group == c.K &&
         c.group == xval->shape.d[1].n && (xval->dtype == INGOT_DTYPE_FLOAT || xval->dtype == INGOT_DTYPE_FLOAT16))
         return lower_dwconv(L, id, xt, &c, &epi, extra_v);
 
-    ig_cu_tensor x = *ig__lw_T(L, xt);
-    if (c.rank == 3) {
-        int64_t d4[4] = {x.dims[0], x.dims[1], 1, x.dims[2]}, s4[4] = {x.strides[0], x.strides[1], 0, x.strides[2]};
-        if ((xt = ig__lw_tensor(L, x.buf, x.dtype, 4, d4, s4, x.offset)) < 0) return ig__lw_oom(L);
-    }
+    if ((xt = as_4d(L, xt)) < 0) return ig__lw_oom(L);
     if (c.pb[0] != c.pe[0] || c.pb[1] != c.pe[1]) {
         if ((xt = pad_input(L, id, xt, &c, want_nhwc)) < 0) return ig__lw_status(L);
     } else if ((xt = conv_layout(L, id, c.rank == 4 ? xv : -1, xt, want_nhwc, "to channels-last")) < 0) {
         return ig__lw_status(L);
     }
-    x = *ig__lw_T(L, xt);
+    ig_cu_tensor x = *ig__lw_T(L, xt);
     ingot_dtype dt = ig__lw_dev_dtype(L->p, w->dtype);
     int32_t wt = filter_tensor(L, id, dt, want_nhwc);
     int32_t bt = ig__lw_in(L, id, 2) >= 0 ? bias_tensor(L, id, dt, c.K) : -1;
@@ -378,10 +494,16 @@ const char *ig__lw_supports_conv(const ig_graph *g, const ig_node *n)
     if (!(w->flags & IG_VAL_CONST)) return "the filter must be a constant";
     if (n->n_inputs > 2 && n->inputs[2] >= 0 && !(g->values[n->inputs[2]].flags & IG_VAL_CONST))
         return "the bias must be a constant";
-    if (w->shape.rank != 4 && w->shape.rank != 3) return "only 1-D and 2-D convolutions are supported";
+    if (w->shape.rank != 4 && w->shape.rank != 3)
+        return n->op == IG_OP_conv_transpose ? "only 1-D and 2-D ConvTranspose (3-D is not lowered yet)"
+                                             : "only 1-D and 2-D convolutions are supported";
     const ig_value *x = &g->values[n->inputs[0]];
     if (!ig__dtype_is_float(x->dtype) || x->dtype == INGOT_DTYPE_DOUBLE) return "only fp32/fp16 convolutions";
-    return NULL;
+    if (n->op != IG_OP_conv_transpose) return NULL;
+    conv_geo c;
+    convt_plan t;
+    conv_geometry(g, n, &c);
+    return convt_plan_of(&c, &t);
 }
 
 /* ---- pooling ------------------------------------------------------------------------------------ */

@@ -222,7 +222,10 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                                     \
         ig__lw_conv, ig__lw_supports_conv \
     }
-#define CU_conv_transpose      CU_NONE
+#define CU_conv_transpose                 \
+    {                                     \
+        ig__lw_conv, ig__lw_supports_conv \
+    } /* cuDNN's backward data */
 #define CU_max_pool            CU_POOL
 #define CU_average_pool        CU_POOL
 #define CU_global_average_pool CU_REDUCE

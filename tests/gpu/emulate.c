@@ -200,9 +200,69 @@ static int emulate_ew(const ig_ew_args *a)
 
 /* ---- the other steps ------------------------------------------------------------------------------ */
 
-static void emulate_conv(const ig_cu_prog *p, const ig_cu_step *s, void **P)
+/* ConvTranspose as cuDNN's backward data: y (dx) gathers from x (dy) through the forward conv's filter. */
+static void emulate_convt(const ig_cu_prog *p, const ig_cu_step *s, void **P)
 {
     const ig_cu_conv *c = &s->u.conv;
+    const ig_cu_tensor *x = &p->tensors[c->x], *w = &p->tensors[c->w], *y = &p->tensors[c->y];
+    const ig_cu_buf *wb = &p->bufs[w->buf];
+    bool krsc = wb->wreq >= 0 && p->wreqs[wb->wreq].nhwc;
+    int64_t N = y->dims[0], K = y->dims[1], H = y->dims[2], W = y->dims[3]; /* dx */
+    int64_t IH = x->dims[2], IW = x->dims[3], R = w->dims[2], S = w->dims[3], Kg = w->dims[1];
+    int64_t Cg = x->dims[1] / c->group; /* dy channels per group */
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t oh = 0; oh < H; oh++)
+                for (int64_t ow = 0; ow < W; ow++) {
+                    int64_t g = k / Kg, kk = k % Kg;
+                    double acc = 0;
+                    for (int64_t cc = 0; cc < Cg; cc++)
+                        for (int64_t r = 0; r < R; r++)
+                            for (int64_t q = 0; q < S; q++) {
+                                int64_t th = oh + c->pad[0] - r * c->dil[0], tw = ow + c->pad[1] - q * c->dil[1];
+                                if (th < 0 || tw < 0 || th % c->stride[0] || tw % c->stride[1]) continue;
+                                int64_t ih = th / c->stride[0], iw = tw / c->stride[1];
+                                if (ih >= IH || iw >= IW) continue;
+                                int64_t ci = g * Cg + cc;
+                                double xv =
+                                    ld(P[c->x],
+                                       n * x->strides[0] + ci * x->strides[1] + ih * x->strides[2] + iw * x->strides[3],
+                                       x->dtype);
+                                int64_t wi = krsc ? ((ci * R + r) * S + q) * Kg + kk : ((ci * Kg + kk) * R + r) * S + q;
+                                acc += xv * ld(P[c->w], wi, w->dtype);
+                            }
+                    st(P[c->y], n * y->strides[0] + k * y->strides[1] + oh * y->strides[2] + ow * y->strides[3],
+                       y->dtype, acc);
+                }
+}
+
+/* cuDNN's rule for both directions: the forward convolution of x (transposed: of the dx buffer y) has
+ * exactly the other tensor's spatial size. */
+static int conv_geometry_ok(const ig_cu_prog *p, const ig_cu_conv *c, char *why, size_t nwhy)
+{
+    const ig_cu_tensor *in = &p->tensors[c->transpose ? c->y : c->x], *out = &p->tensors[c->transpose ? c->x : c->y];
+    const ig_cu_tensor *w = &p->tensors[c->w];
+    for (int i = 0; i < 2; i++) {
+        int64_t ek = (w->dims[2 + i] - 1) * c->dil[i] + 1, span = in->dims[2 + i] + 2 * c->pad[i] - ek;
+        if (span < 0 || span / c->stride[i] + 1 != out->dims[2 + i]) {
+            snprintf(why, nwhy,
+                     "conv geometry: spatial dim %d of %lld, pad %d, window %lld, stride %d gives %lld, not %lld", i,
+                     (long long)in->dims[2 + i], c->pad[i], (long long)ek, c->stride[i],
+                     (long long)(span < 0 ? 0 : span / c->stride[i] + 1), (long long)out->dims[2 + i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int emulate_conv(const ig_cu_prog *p, const ig_cu_step *s, void **P, char *why, size_t nwhy)
+{
+    const ig_cu_conv *c = &s->u.conv;
+    if (conv_geometry_ok(p, c, why, nwhy)) return -1;
+    if (c->transpose) {
+        emulate_convt(p, s, P);
+        return 0;
+    }
     const ig_cu_tensor *x = &p->tensors[c->x], *w = &p->tensors[c->w], *y = &p->tensors[c->y];
     const ig_cu_buf *wb = &p->bufs[w->buf];
     bool krsc = wb->wreq >= 0 && p->wreqs[wb->wreq].nhwc;
@@ -241,6 +301,7 @@ static void emulate_conv(const ig_cu_prog *p, const ig_cu_step *s, void **P)
                     if (c->relu && acc < 0) acc = 0;
                     st(P[c->y], yo, y->dtype, acc);
                 }
+    return 0;
 }
 
 static void emulate_gemm(const ig_cu_prog *p, const ig_cu_step *s, void **P)
@@ -769,7 +830,14 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
             }
             break;
         }
-        case IG_ST_CONV: emulate_conv(p, s, P); break;
+        case IG_ST_CONV: {
+            char w2[200];
+            if (emulate_conv(p, s, P, w2, sizeof w2)) {
+                snprintf(why, nwhy, "step %d %s: %s", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl), w2);
+                goto out;
+            }
+            break;
+        }
         case IG_ST_GEMM: emulate_gemm(p, s, P); break;
         case IG_ST_SOFTMAX: {
             ig_softmax_args a = s->u.softmax.args;

@@ -130,6 +130,86 @@ def case_mobilenet_block():
     return g.model([img_input()], [out_info(["batch", 10])]), {"input": (2, 3, 32, 32)}
 
 
+# ---- ConvTranspose (cuDNN backward data) ----------------------------------------------------------
+
+def convt(g, x, cin, cout, k, bias=True, **attrs):
+    """ConvTranspose with a random [cin, cout / group, k...] filter and, optionally, a bias."""
+    ins = [x, g.w(randw(cin, cout // attrs.get("group", 1), *k))]
+    if bias:
+        ins.append(g.w(randw(cout, scale=0.5)))
+    return g.op("ConvTranspose", ins, **attrs)
+
+
+def add_out(g, outs, y, shape):
+    """The last node's output y becomes graph output out<i> of the given shape."""
+    assert g.nodes[-1].output[0] == y
+    g.nodes[-1].output[0] = f"out{len(outs)}"
+    outs.append(out_info(shape, g.nodes[-1].output[0]))
+
+
+def case_conv_transpose():
+    """2-D ConvTranspose: stride 2 with output_padding, groups, depthwise, dilation, asymmetric pads,
+    SAME_UPPER/SAME_LOWER, output_shape, output_padding beside asymmetric pads, bias and no bias, and a
+    cropped output (a view of cuDNN's) read by a convolution."""
+    g = G()
+    x, outs = "input", []  # [batch, 8, 6, 7]
+    add_out(g, outs, convt(g, x, 8, 4, (3, 3), strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+            ["batch", 4, 12, 14])
+    add_out(g, outs, convt(g, x, 8, 6, (4, 4), bias=False, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
+            ["batch", 6, 12, 14])
+    add_out(g, outs, convt(g, x, 8, 5, (3, 3), strides=[1, 2], dilations=[2, 2], pads=[1, 1, 1, 1]),
+            ["batch", 5, 8, 15])
+    add_out(g, outs, convt(g, x, 8, 4, (3, 3), strides=[2, 2], pads=[0, 1, 2, 0]), ["batch", 4, 11, 14])
+    add_out(g, outs, convt(g, x, 8, 4, (3, 3), strides=[2, 2], output_shape=[12, 13]), ["batch", 4, 12, 13])
+    add_out(g, outs, convt(g, x, 8, 8, (3, 3), group=8, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+            ["batch", 8, 12, 14])
+    add_out(g, outs, convt(g, x, 8, 4, (5, 5), strides=[2, 2], auto_pad="SAME_LOWER"), ["batch", 4, 12, 14])
+    add_out(g, outs, convt(g, x, 8, 4, (3, 3), strides=[3, 3], pads=[1, 0, 0, 2], output_padding=[2, 1]),
+            ["batch", 4, 19, 20])
+    # SAME_UPPER crops the last row and column: a view of cuDNN's output, read by the next convolution
+    y = convt(g, x, 8, 4, (3, 3), bias=False, strides=[2, 2], auto_pad="SAME_UPPER")
+    y = g.op("Conv", [y, g.w(randw(4, 4, 3, 3)), g.w(randw(4, scale=0.1))], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    add_out(g, outs, y, ["batch", 4, 12, 14])
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 8, 6, 7])
+    return g.model([inp], outs), {"input": (2, 8, 6, 7)}
+
+
+def case_conv_transpose_1d():
+    """1-D ConvTranspose ([N, C, L] as [N, C, 1, L]): with bias; grouped with output_padding and asymmetric
+    pads; dilated."""
+    g = G()
+    outs = []
+    add_out(g, outs, convt(g, "input", 6, 4, (4,), strides=[2], pads=[1, 1]), ["batch", 4, 18])
+    add_out(g, outs, convt(g, "input", 6, 4, (3,), bias=False, group=2, strides=[2], pads=[1, 0],
+                           output_padding=[1]), ["batch", 4, 19])
+    add_out(g, outs, convt(g, "input", 6, 3, (3,), dilations=[3], pads=[2, 0]), ["batch", 3, 13])
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 6, 9])
+    return g.model([inp], outs), {"input": (2, 6, 9)}
+
+
+def case_unet_decoder():
+    """A UNet's decoder: ConvTranspose 2x2 stride 2 on a convolution's channels-last output, Concat with
+    the skip connection, then a 3x3 stride 2 ConvTranspose with output_padding 1 and a 1x1 head."""
+    g = G()
+    e1 = g.op("Relu", [conv_bn(g, "input", 3, 8, 3)])  # [b, 8, 16, 16]
+    e2 = g.op("Relu", [conv_bn(g, e1, 8, 16, 3, stride=2)])  # [b, 16, 8, 8]
+    u = convt(g, e2, 16, 8, (2, 2), strides=[2, 2])  # [b, 8, 16, 16]
+    d = g.op("Relu", [conv_bn(g, g.op("Concat", [u, e1], axis=1), 16, 8, 3)])
+    u2 = g.op("Relu", [convt(g, d, 8, 4, (3, 3), strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])])
+    g.op("Conv", [u2, g.w(randw(2, 4, 1, 1)), g.w(randw(2, scale=0.1))], kernel_shape=[1, 1])
+    g.nodes[-1].output[0] = "output"
+    return g.model([img_input(3, 16)], [out_info(["batch", 2, 32, 32])]), {"input": (2, 3, 16, 16)}
+
+
+def case_unsupported_convt_3d():
+    """3-D ConvTranspose (volumetric decoders): not lowered yet; the support check names the node."""
+    g = G()
+    convt(g, "input", 3, 2, (3, 3, 3), strides=[2, 2, 2], pads=[1] * 6, output_padding=[1, 1, 1])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 4, 4, 4])
+    return g.model([inp], [out_info(["batch", 2, 8, 8, 8])]), {"input": (2, 3, 4, 4, 4)}
+
+
 def attention(g, x, S, D, H, mask=None):
     """x [B, S, D] -> multi-head self-attention output [B, S, D] (exporter style)."""
     dh = D // H
@@ -688,6 +768,10 @@ def case_unsupported_lrn():
 CASES = {
     "resnet_block": case_resnet_block,
     "mobilenet_block": case_mobilenet_block,
+    "conv_transpose": case_conv_transpose,
+    "conv_transpose_1d": case_conv_transpose_1d,
+    "unet_decoder": case_unet_decoder,
+    "unsupported_convt_3d": case_unsupported_convt_3d,
     "bert_layer": case_bert_layer,
     "vit_block": case_vit_block,
     "misc_ops": case_misc_ops,

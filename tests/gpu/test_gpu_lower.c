@@ -45,8 +45,8 @@ static void dump(const ig_cu_prog *p)
                    (long long)g->n, (long long)g->k, (long long)g->batch, g->a_trans, g->b_trans, g->epi, g->bias >= 0,
                    g->c >= 0);
         } else if (s->kind == IG_ST_CONV) {
-            printf("  relu=%d bias=%d z=%d group=%d", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
-                   s->u.conv.group);
+            printf("  relu=%d bias=%d z=%d group=%d%s", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
+                   s->u.conv.group, s->u.conv.transpose ? " transpose" : "");
         }
         printf("\n");
     }
