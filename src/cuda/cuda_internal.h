@@ -122,7 +122,8 @@ typedef struct ig_cu_wreq {
     X(REDUCTION, "reduction") \
     X(RESIZE, "resize")       \
     X(GROUPNORM, "groupnorm") \
-    X(INDEX, "index")
+    X(INDEX, "index")         \
+    X(SELECT, "select")
 
 typedef enum ig_cu_step_kind {
 #define IG_CU_X_(name, label) IG_ST_##name,
@@ -190,6 +191,7 @@ typedef struct ig_cu_kstep {
         ig_resize_args resize; /* x, y, taps */
         ig_groupnorm_args gn;  /* x, y, statistics, scale, bias */
         ig_index_args ix;      /* x, indices, updates, y */
+        ig_select_args sel;    /* x, values, y, indices */
     } a;
 } ig_cu_kstep;
 

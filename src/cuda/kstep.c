@@ -48,6 +48,12 @@ ig_cu_kstep ig__cu_kstep_bind(const ig_cu_step *s, void *const *P)
         k.a.ix.upd = PTR(2);
         k.a.ix.y = PTR(3);
         break;
+    case IG_ST_SELECT:
+        k.a.sel.x = PTR(0);
+        k.a.sel.values = PTR(1);
+        k.a.sel.y = PTR(2);
+        k.a.sel.idx = PTR(3);
+        break;
     default: break;
     }
     return k;
@@ -61,6 +67,7 @@ cudaError_t ig__cu_kstep_launch(const ig_cu_step *s, void *const *P, cudaStream_
     case IG_ST_RESIZE: return ingot_cuda_resize(&k.a.resize, stream);
     case IG_ST_GROUPNORM: return ingot_cuda_groupnorm(&k.a.gn, stream);
     case IG_ST_INDEX: return ingot_cuda_index(&k.a.ix, stream);
+    case IG_ST_SELECT: return ingot_cuda_select(&k.a.sel, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -351,6 +351,46 @@ ingot_status ig__lw_pointwise(ig_lower *L, int32_t id)
     return INGOT_OK;
 }
 
+/* Mean(x0, .., x(n-1)) with broadcasting: one program (x0 + .. + x(n-1)) / n when the inputs fit one
+ * (IG_PW_MAX_IN), else partial sums of as many as fit, kept in fp32, each the first input of the next. */
+ingot_status ig__lw_mean(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    int32_t yv = n->outputs[0], acc = -1, i = 0;
+    int64_t dims[IG_MAX_RANK];
+    int32_t rank = ig__lw_value_dims(L, yv, dims);
+    while (i < n->n_inputs) {
+        int32_t in[IG_PW_MAX_IN], m = 0;
+        if (acc >= 0) in[m++] = acc;
+        for (; m < IG_PW_MAX_IN && i < n->n_inputs; i++)
+            if ((in[m++] = ig__lw_get(L, n->inputs[i])) < 0)
+                return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input %d has no device tensor", (int)i);
+        bool last = i == n->n_inputs;
+        ig_pw_prog prog;
+        memset(&prog, 0, sizeof prog);
+        prog.n_in = m;
+        int16_t sum = 0; /* SSA value of the running sum */
+        for (int32_t j = 1; j < m; j++) {
+            prog.op[prog.n_ops] = (ig_pw_inst){.code = IG_PW_ADD, .a = sum, .b = (int16_t)j, .c = IG_PW_NONE};
+            sum = (int16_t)(m + prog.n_ops++);
+        }
+        if (last) /* divided, not multiplied by 1/n: the CPU op's s / n */
+            prog.op[prog.n_ops++] =
+                (ig_pw_inst){.code = IG_PW_DIV, .a = sum, .b = IG_PW_K, .c = IG_PW_NONE, .k = (float)n->n_inputs};
+        ingot_dtype t = last ? ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype) : INGOT_DTYPE_FLOAT;
+        if ((acc = ig__lw_program(L, id, &prog, in, t, dims, rank, -1)) < 0) return ig__lw_status(L);
+    }
+    L->p->val_tensor[yv] = acc;
+    return INGOT_OK;
+}
+
+const char *ig__lw_supports_mean(const ig_graph *g, const ig_node *n)
+{
+    ingot_dtype t = g->values[n->outputs[0]].dtype;
+    if (!ig__dtype_is_float(t) || t == INGOT_DTYPE_DOUBLE) return "only fp32/fp16/bf16 inputs";
+    return NULL;
+}
+
 const char *ig__lw_supports_elementwise(const ig_graph *g, const ig_node *n)
 {
     if (n->op == IG_OP_clip)

@@ -14,6 +14,7 @@
  *   lower_gemm.c     MatMul, Gemm, FusedMatMul (cuBLASLt with epilogues)
  *   lower_norm.c     Softmax, MaskedSoftmax, Attention, LayerNormalization, reductions
  *   lower_movement.c Concat, Pad, Gather, ConstantOfShape
+ *   lower_select.c   Hardmax, TopK, OneHot (kernels/select.cu)
  *   lower_table.c    the support table: per op, its lowering and what it supports
  */
 #ifndef INGOT_CUDA_LOWER_INTERNAL_H
@@ -196,6 +197,12 @@ ingot_status ig__lw_index(ig_lower *L, int32_t id);
 ingot_status ig__lw_tile(ig_lower *L, int32_t id);
 ingot_status ig__lw_depth_space(ig_lower *L, int32_t id);
 ingot_status ig__lw_einsum(ig_lower *L, int32_t id);
+ingot_status ig__lw_mean(ig_lower *L, int32_t id);
+ingot_status ig__lw_lp_norm(ig_lower *L, int32_t id);
+ingot_status ig__lw_mvn(ig_lower *L, int32_t id);
+ingot_status ig__lw_hardmax(ig_lower *L, int32_t id);
+ingot_status ig__lw_topk(ig_lower *L, int32_t id);
+ingot_status ig__lw_one_hot(ig_lower *L, int32_t id);
 /* What the table's `supports` entries share. */
 const char *ig__lw_supports_elementwise(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_conv(const ig_graph *g, const ig_node *n);
@@ -206,5 +213,11 @@ const char *ig__lw_supports_groupnorm(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_reduce(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_index(const ig_graph *g, const ig_node *n);
 const char *ig__lw_supports_einsum(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_mean(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_lp_norm(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_mvn(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_hardmax(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_topk(const ig_graph *g, const ig_node *n);
+const char *ig__lw_supports_one_hot(const ig_graph *g, const ig_node *n);
 
 #endif /* INGOT_CUDA_LOWER_INTERNAL_H */

@@ -398,15 +398,14 @@ static bool rdx_canonical(const ig_cu_tensor *x, const bool *red, ig_reduction_a
     return true;
 }
 
-/* The bandwidth kernel (reduce.cu) for float and integer tensors; *done false (nothing emitted) when it
- * does not take them. */
-static ingot_status emit_reduction(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv,
-                                   bool *done)
+/* The bandwidth kernel (reduce.cu) over xt into a fresh dense tensor of x's type and the given dims (those
+ * of the kept dims in order, any rank); *yt -1 (nothing emitted) when the kernel does not take them. */
+static ingot_status reduction_into(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t orank,
+                                   const int64_t *od, int32_t *yt)
 {
-    *done = false;
-    ingot_dtype ydt = ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype);
+    *yt = -1;
     ig_cu_tensor x = *ig__lw_T(L, xt);
-    if (x.dtype != ydt || !ingot_cuda_reduction_supported(x.dtype, kind)) return INGOT_OK;
+    if (!ingot_cuda_reduction_supported(x.dtype, kind)) return INGOT_OK;
     ig_reduction_args a;
     if (!rdx_canonical(&x, red, &a)) { /* a broadcast or strided innermost dim: read a dense copy */
         if ((xt = ig__lw_contig(L, id, xt)) < 0) return ig__lw_status(L);
@@ -418,23 +417,50 @@ static ingot_status emit_reduction(ig_lower *L, int32_t id, int32_t xt, const bo
     a.kind = kind;
     a.x_dtype = a.y_dtype = x.dtype;
     size_t part = ingot_cuda_reduction_plan(&a);
-    int64_t od[IG_MAX_RANK];
-    int32_t orank = ig__lw_value_dims(L, yv, od);
-    int32_t yt = ig__lw_dense(L, ydt, orank, od, false), pt = -1;
-    if (yt >= 0 && part) {
+    int32_t y = ig__lw_dense(L, x.dtype, orank, od, false), pt = -1;
+    if (y >= 0 && part) {
         int64_t pn = (int64_t)(part / sizeof(float));
         pt = ig__lw_tensor(L, ig__lw_buf(L, IG_LOC_ARENA, part), INGOT_DTYPE_FLOAT, 1, &pn, NULL, 0);
     }
-    ig_cu_step *s = yt >= 0 && (pt >= 0 || !part) ? ig__lw_step(L, IG_ST_REDUCTION, id, NULL) : NULL;
+    ig_cu_step *s = y >= 0 && (pt >= 0 || !part) ? ig__lw_step(L, IG_ST_REDUCTION, id, NULL) : NULL;
     if (!s) return ig__lw_oom(L);
     for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
     s->u.k.t[0] = xt;
-    s->u.k.t[1] = yt;
+    s->u.k.t[1] = y;
     s->u.k.t[2] = pt;
     s->u.k.a.red = a;
+    *yt = y;
+    return INGOT_OK;
+}
+
+/* The bandwidth kernel into output value yv; *done false (nothing emitted) when it does not take x. */
+static ingot_status emit_reduction(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind, int32_t yv,
+                                   bool *done)
+{
+    *done = false;
+    if (ig__lw_T(L, xt)->dtype != ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype)) return INGOT_OK;
+    int64_t od[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, yv, od), yt;
+    ingot_status st = reduction_into(L, id, xt, red, kind, orank, od, &yt);
+    if (st != INGOT_OK || yt < 0) return st;
     L->p->val_tensor[yv] = yt;
     *done = true;
     return INGOT_OK;
+}
+
+/* x reduced over red[] into a dense tensor of x's type and x's dims with the reduced ones 1 (keepdims),
+ * for the lowerings that compose reductions and programs; -1 on failure (L->err set). */
+static int32_t reduce_keep(ig_lower *L, int32_t id, int32_t xt, const bool *red, int kind)
+{
+    ig_cu_tensor x = *ig__lw_T(L, xt);
+    int64_t od[IG_MAX_RANK];
+    for (int32_t k = 0; k < x.rank; k++) od[k] = red[k] ? 1 : x.dims[k];
+    int32_t yt;
+    if (reduction_into(L, id, xt, red, kind, x.rank, od, &yt) != INGOT_OK) return -1;
+    if (yt < 0)
+        ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "the reduction kernel does not take this %s tensor",
+                    ingot_dtype_name(x.dtype));
+    return yt;
 }
 
 /* Reduce x over the axes in `red` (bool per axis) into a dense output of the value's shape: the
@@ -620,6 +646,118 @@ ingot_status ig__lw_groupnorm(ig_lower *L, int32_t id)
     s->u.k.t[3] = st;
     s->u.k.t[4] = bt;
     s->u.k.a.gn = a;
+    L->p->val_tensor[n->outputs[0]] = yt;
+    return INGOT_OK;
+}
+
+/* ---- LpNormalization, MeanVarianceNormalization: reductions and programs ----------------------------- */
+
+static const char *sup_float_storage(const ig_graph *g, const ig_node *n)
+{
+    ingot_dtype t = g->values[n->inputs[0]].dtype;
+    if (t != INGOT_DTYPE_FLOAT && t != INGOT_DTYPE_FLOAT16 && t != INGOT_DTYPE_BFLOAT16)
+        return "only fp32/fp16/bf16 inputs";
+    return NULL;
+}
+
+const char *ig__lw_supports_lp_norm(const ig_graph *g, const ig_node *n)
+{
+    int64_t p = ig__attr_int(n, "p", 2);
+    if (p != 1 && p != 2) return "p other than 1 or 2";
+    return sup_float_storage(g, n);
+}
+
+/* An empty input: the output is an empty copy (the reductions refuse empty axes). */
+static ingot_status empty_copy(ig_lower *L, int32_t id, int32_t xt)
+{
+    int32_t yt = ig__lw_materialize(L, id, xt, false, "empty");
+    if (yt < 0) return ig__lw_status(L);
+    L->p->val_tensor[ig__lw_node(L, id)->outputs[0]] = yt;
+    return INGOT_OK;
+}
+
+static int32_t out_program(ig_lower *L, int32_t id, const ig_pw_prog *prog, const int32_t *in)
+{
+    int32_t yv = ig__lw_node(L, id)->outputs[0];
+    int64_t od[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, yv, od);
+    return ig__lw_program(L, id, prog, in, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), od, orank, -1);
+}
+
+/* y = x / ||x||_p along the axis, 0 where the norm is 0 (src/ops/norm_more.c): the norms by the reduction
+ * kernel (fp32 sums), then one program. */
+ingot_status ig__lw_lp_norm(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    int32_t xt = ig__lw_get(L, n->inputs[0]);
+    if (xt < 0) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
+    const ig_cu_tensor x = *ig__lw_T(L, xt);
+    if (ig__cu_tensor_numel(&x) == 0) return empty_copy(L, id, xt);
+    int32_t ax = ig__lw_norm_axis(ig__attr_int(n, "axis", -1), x.rank);
+    if (ax < 0 || ax >= x.rank) return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "axis out of range");
+    bool red[IG_MAX_RANK] = {false};
+    red[ax] = true;
+    int32_t in[2] = {xt, reduce_keep(L, id, xt, red, ig__attr_int(n, "p", 2) == 1 ? IG_RDX_L1 : IG_RDX_L2)};
+    if (in[1] < 0) return ig__lw_status(L);
+    ig_pw_prog prog = {.n_in = 2, .n_ops = 3};
+    prog.op[0] = (ig_pw_inst){.code = IG_PW_DIV, .a = 0, .b = 1, .c = IG_PW_NONE};              /* 2: x / norm */
+    prog.op[1] = (ig_pw_inst){.code = IG_PW_EQ, .a = 1, .b = IG_PW_K, .c = IG_PW_NONE, .k = 0}; /* 3: norm == 0 */
+    prog.op[2] = (ig_pw_inst){.code = IG_PW_WHERE, .a = 3, .b = IG_PW_K, .c = 2, .k = 0};
+    int32_t yt = out_program(L, id, &prog, in);
+    if (yt < 0) return ig__lw_status(L);
+    L->p->val_tensor[n->outputs[0]] = yt;
+    return INGOT_OK;
+}
+
+const char *ig__lw_supports_mvn(const ig_graph *g, const ig_node *n) { return sup_float_storage(g, n); }
+
+/* y = (x - mean) / (sqrt(var) + 1e-9) over the groups of attribute 'axes' (default [0, 2, 3]), var the mean
+ * of the squared deviations, as src/ops/norm_more.c. The statistics are of x shifted by each group's first
+ * element (a view, no copy) in fp32, so a constant group gives exactly 0 as on the CPU: s = x - x0, the
+ * mean m of s, d = s - m, q = sum of d^2, y = d / (sqrt(q / count) + 1e-9). */
+ingot_status ig__lw_mvn(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    int32_t xt = ig__lw_get(L, n->inputs[0]);
+    if (xt < 0) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
+    const ig_cu_tensor x = *ig__lw_T(L, xt);
+    if (ig__cu_tensor_numel(&x) == 0) return empty_copy(L, id, xt);
+    static const int64_t def[3] = {0, 2, 3};
+    const int64_t *axes = def;
+    int64_t na = 3;
+    if (!ig__attr_ints(n, "axes", &axes, &na)) axes = def, na = 3;
+    bool red[IG_MAX_RANK] = {false};
+    for (int64_t i = 0; i < na; i++) {
+        int32_t a = ig__lw_norm_axis(axes[i], x.rank);
+        if (a < 0 || a >= x.rank)
+            return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "axis %lld is out of range for rank %d",
+                               (long long)axes[i], (int)x.rank);
+        red[a] = true;
+    }
+    int64_t d0[IG_MAX_RANK], count = 1;
+    for (int32_t k = 0; k < x.rank; k++) {
+        d0[k] = red[k] ? 1 : x.dims[k];
+        count *= red[k] ? x.dims[k] : 1;
+    }
+    int32_t x0 = ig__lw_tensor(L, x.buf, x.dtype, x.rank, d0, x.strides, x.offset);
+    if (x0 < 0) return ig__lw_oom(L);
+    ig_pw_prog sub = {.n_in = 2, .n_ops = 1};
+    sub.op[0] = (ig_pw_inst){.code = IG_PW_SUB, .a = 0, .b = 1, .c = IG_PW_NONE};
+    int32_t in[2] = {xt, x0};
+    int32_t sh = ig__lw_program(L, id, &sub, in, INGOT_DTYPE_FLOAT, x.dims, x.rank, -1);
+    int32_t mt = sh >= 0 ? reduce_keep(L, id, sh, red, IG_RDX_MEAN) : -1;
+    in[0] = sh, in[1] = mt;
+    int32_t dt = mt >= 0 ? ig__lw_program(L, id, &sub, in, INGOT_DTYPE_FLOAT, x.dims, x.rank, -1) : -1;
+    int32_t qt = dt >= 0 ? reduce_keep(L, id, dt, red, IG_RDX_SUMSQ) : -1;
+    if (qt < 0) return ig__lw_status(L);
+    ig_pw_prog prog = {.n_in = 2, .n_ops = 4};
+    prog.op[0] = (ig_pw_inst){.code = IG_PW_DIV, .a = 1, .b = IG_PW_K, .c = IG_PW_NONE, .k = (float)count}; /* 2 */
+    prog.op[1] = (ig_pw_inst){.code = IG_PW_SQRT, .a = 2, .b = IG_PW_NONE, .c = IG_PW_NONE};                /* 3 */
+    prog.op[2] = (ig_pw_inst){.code = IG_PW_ADD, .a = 3, .b = IG_PW_K, .c = IG_PW_NONE, .k = 1e-9f};        /* 4 */
+    prog.op[3] = (ig_pw_inst){.code = IG_PW_DIV, .a = 0, .b = 4, .c = IG_PW_NONE};
+    in[0] = dt, in[1] = qt;
+    int32_t yt = out_program(L, id, &prog, in);
+    if (yt < 0) return ig__lw_status(L);
     L->p->val_tensor[n->outputs[0]] = yt;
     return INGOT_OK;
 }

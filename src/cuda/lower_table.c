@@ -259,8 +259,14 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
 #define CU_reduce_log_sum_exp CU_REDUCE
 #define CU_reduce_prod        CU_REDUCE
 #define CU_arg_min            CU_REDUCE
-#define CU_hardmax            CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
-#define CU_top_k              CU_NONE /* no CUDA kernel yet (a selection, not a reduction): AUTO runs it on the CPU */
+#define CU_hardmax                              \
+    {                                           \
+        ig__lw_hardmax, ig__lw_supports_hardmax \
+    }
+#define CU_top_k                          \
+    {                                     \
+        ig__lw_topk, ig__lw_supports_topk \
+    }
 #define CU_resize                             \
     {                                         \
         ig__lw_resize, ig__lw_supports_resize \
@@ -277,12 +283,18 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
 #define CU_trilu    CU_INDEX
 #define CU_size     CU_NONE
 #define CU_eye_like CU_NONE
-#define CU_one_hot  CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
+#define CU_one_hot                              \
+    {                                           \
+        ig__lw_one_hot, ig__lw_supports_one_hot \
+    }
 #define CU_space_to_depth        \
     {                            \
         ig__lw_depth_space, NULL \
     }
-#define CU_mean        CU_NONE
+#define CU_mean                           \
+    {                                     \
+        ig__lw_mean, ig__lw_supports_mean \
+    }
 #define CU_xor         CU_NONE
 #define CU_bitwise_and CU_NONE
 #define CU_bitwise_or  CU_NONE
@@ -294,8 +306,14 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                                               \
         ig__lw_groupnorm, ig__lw_supports_groupnorm \
     }
-#define CU_lp_normalization            CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
-#define CU_mean_variance_normalization CU_NONE /* no CUDA kernel yet: AUTO runs it on the CPU */
+#define CU_lp_normalization                     \
+    {                                           \
+        ig__lw_lp_norm, ig__lw_supports_lp_norm \
+    }
+#define CU_mean_variance_normalization  \
+    {                                   \
+        ig__lw_mvn, ig__lw_supports_mvn \
+    }
 #define CU_einsum                             \
     {                                         \
         ig__lw_einsum, ig__lw_supports_einsum \

@@ -759,6 +759,79 @@ static void emulate_index(const ig_index_args *a)
     }
 }
 
+/* ---- selection: Hardmax, TopK, OneHot (the CPU ops' semantics, src/ops/reduce.c and misc.c) ---------- */
+
+typedef struct sel_item {
+    uint64_t key;
+    int64_t idx;
+} sel_item;
+
+/* Rank order, best first: the larger key, then the smaller index. */
+static int sel_cmp(const void *pa, const void *pb)
+{
+    const sel_item *a = pa, *b = pb;
+    if (a->key != b->key) return a->key > b->key ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* The CPU op's key: larger element, larger key; NaN the largest; -0 = +0. */
+static uint64_t sel_key(const void *x, int64_t i, int dt)
+{
+    if (dt == INGOT_DTYPE_INT32 || dt == INGOT_DTYPE_INT64) return (uint64_t)ldi(x, i, dt) ^ (1ull << 63);
+    double v = ld(x, i, dt);
+    if (v != v) return UINT64_MAX;
+    if (v == 0) v = 0;
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return b >> 63 ? ~b : b | (1ull << 63);
+}
+
+static int emulate_select(const ig_select_args *a, char *why, size_t nwhy)
+{
+    const size_t es = (size_t)a->esize;
+    const int64_t lines = a->outer * a->inner;
+    if (a->op == IG_SEL_ONEHOT) {
+        for (int64_t e = 0; e < a->outer * a->n * a->inner; e++) {
+            int64_t o = e / (a->n * a->inner), d = e / a->inner % a->n, i = e % a->inner, p = o * a->inner + i, v;
+            if (ig__dtype_is_float((ingot_dtype)a->dtype)) {
+                double f = ld(a->x, p, a->dtype);
+                v = f > -9.2e18 && f < 9.2e18 ? (int64_t)f : INT64_MIN;
+            } else {
+                v = ldi(a->x, p, a->dtype);
+            }
+            if (a->wrap && v < 0 && v >= -a->n) v += a->n;
+            memcpy((char *)a->y + e * es, (const char *)a->values + (v == d ? es : 0), es);
+        }
+        return 0;
+    }
+    sel_item *it = malloc(sizeof(sel_item) * (size_t)(a->n > 0 ? a->n : 1));
+    if (!it) {
+        snprintf(why, nwhy, "out of memory");
+        return -1;
+    }
+    for (int64_t l = 0; l < lines; l++) {
+        int64_t o = l / a->inner, base = o * a->n * a->inner + l % a->inner;
+        for (int64_t j = 0; j < a->n; j++) {
+            it[j].key = sel_key(a->x, base + j * a->inner, a->dtype);
+            if (a->op == IG_SEL_TOPK && !a->largest) it[j].key = ~it[j].key;
+            it[j].idx = j;
+        }
+        qsort(it, (size_t)a->n, sizeof *it, sel_cmp);
+        if (a->op == IG_SEL_HARDMAX) {
+            for (int64_t j = 0; j < a->n; j++) st(a->y, base + j * a->inner, a->dtype, j == it[0].idx);
+            continue;
+        }
+        int64_t ybase = o * a->k * a->inner + l % a->inner;
+        for (int64_t j = 0; j < a->k; j++) {
+            memcpy((char *)a->y + (ybase + j * a->inner) * es, (const char *)a->x + (base + it[j].idx * a->inner) * es,
+                   es);
+            a->idx[ybase + j * a->inner] = it[j].idx;
+        }
+    }
+    free(it);
+    return 0;
+}
+
 static int emulate_kstep(const ig_cu_prog *p, const ig_cu_step *s, void **P, char *why, size_t nwhy)
 {
     int32_t ids[16];
@@ -773,6 +846,7 @@ static int emulate_kstep(const ig_cu_prog *p, const ig_cu_step *s, void **P, cha
     case IG_ST_RESIZE: emulate_resize(&k.a.resize); return 0;
     case IG_ST_GROUPNORM: emulate_groupnorm(&k.a.gn); return 0;
     case IG_ST_INDEX: emulate_index(&k.a.ix); return 0;
+    case IG_ST_SELECT: return emulate_select(&k.a.sel, why, nwhy);
     default: snprintf(why, nwhy, "kind %d not emulated", s->kind); return -1;
     }
 }

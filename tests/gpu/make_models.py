@@ -765,6 +765,118 @@ def case_unsupported_lrn():
     return g.model([inp], [out_info(["batch", 3, 4, 4])]), {"input": (2, 3, 4, 4)}
 
 
+# ---- Mean, LpNormalization, MeanVarianceNormalization, Hardmax, TopK, OneHot ------------------------------
+
+def name_outputs(g, outs):
+    """Rename the values in outs to out0, out1, ... (graph outputs), in producers and consumers."""
+    for k, o in enumerate(outs):
+        for n in g.nodes:
+            n.output[:] = [f"out{k}" if v == o else v for v in n.output]
+            n.input[:] = [f"out{k}" if v == o else v for v in n.input]
+
+
+def case_norm_more():
+    """Mean with broadcasting (3 inputs, one input, and 8: partial sums in fp32), LpNormalization (p 2 and 1,
+    last, middle and first axis, a transposed view), MeanVarianceNormalization (default axes [0, 2, 3],
+    [2, 3], [1], a transposed view, values far from 0)."""
+    g = G()
+    x, y, z = "x", "y", "z"  # [2, 3, 4, 5], [3, 1, 5], [5]
+    c = lambda v: g.w(np.array(v, np.float32))
+    outs = [g.op("Mean", [x, y, z]), g.op("Mean", [y])]
+    outs.append(g.op("Mean", [x, g.op("Mul", [x, c(2.0)]), y, z, g.op("Relu", [x]), x, g.op("Neg", [y]),
+                              g.op("Abs", [z])]))
+    t = g.op("Transpose", [x], perm=[0, 2, 3, 1])  # [2, 4, 5, 3], strided
+    outs.append(g.op("LpNormalization", [x], axis=-1, p=2))
+    outs.append(g.op("LpNormalization", [x], axis=1, p=1))
+    outs.append(g.op("LpNormalization", [t], axis=0, p=2))
+    outs.append(g.op("MeanVarianceNormalization", [x]))
+    outs.append(g.op("MeanVarianceNormalization", [g.op("Add", [x, c(3.0)])], axes=[2, 3]))
+    outs.append(g.op("MeanVarianceNormalization", [x], axes=[1]))
+    outs.append(g.op("MeanVarianceNormalization", [t], axes=[-1, 1]))
+    shapes = [[2, 3, 4, 5], [3, 1, 5], [2, 3, 4, 5]] + [[2, 3, 4, 5]] * 2 + [[2, 4, 5, 3]] + [[2, 3, 4, 5]] * 3 + \
+        [[2, 4, 5, 3]]
+    name_outputs(g, outs)
+    ins = [oh.make_tensor_value_info(n, TP.FLOAT, s) for n, s in ((x, [2, 3, 4, 5]), (y, [3, 1, 5]), (z, [5]))]
+    return g.model(ins, [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)]), \
+        {x: (2, 3, 4, 5), y: (3, 1, 5), z: (5,)}
+
+
+def int_lines(g, xi):
+    """Integers / 4 as floats: exact in fp16, so the fp16 run ties where ONNX Runtime does."""
+    return g.op("Mul", [g.op("Cast", [xi], to=TP.FLOAT), g.w(np.array(0.25, np.float32))])
+
+
+def case_topk():
+    """TopK: largest and smallest, k of 1..the whole axis, strided lines, int64 values, a line of 1000 sorted
+    in one block, lines of 5000 through the selection rounds. Values from int64 inputs in 0..99: many
+    ties, which go to the smaller index."""
+    g = G()
+    xi, xl = "xi", "xl"  # int64 [2, 3, 40], [2, 5000]
+    i64 = lambda *a: g.w(np.array(a, np.int64))
+    f = lambda v: g.op("Cast", [v], to=TP.FLOAT)
+    q, outs = int_lines(g, xi), []
+    v, i = g.op("TopK", [q, i64(5)], n_out=2)
+    outs += [v, f(i)]
+    v, i = g.op("TopK", [q, i64(2)], n_out=2, axis=1, largest=0)
+    outs += [v, f(i)]
+    v, i = g.op("TopK", [q, i64(40)], n_out=2, axis=-1, largest=0)  # the whole line
+    outs += [v, f(i)]
+    v, i = g.op("TopK", [xi, i64(6)], n_out=2, axis=2)  # int64
+    outs += [f(v), f(i)]
+    ql = g.op("Add", [int_lines(g, xl), g.w(np.array(0.5, np.float32))])  # not 0: fp16's check is a cosine
+    v, i = g.op("TopK", [g.op("Slice", [ql, i64(0), i64(1000), i64(1)]), i64(17)], n_out=2)  # bitonic, P = 1024
+    outs += [v, f(i)]
+    v, i = g.op("TopK", [ql, i64(20)], n_out=2, largest=0)  # 5000: selection rounds
+    outs += [v, f(i)]
+    shapes = [[2, 3, 5]] * 2 + [[2, 2, 40]] * 2 + [[2, 3, 40]] * 2 + [[2, 3, 6]] * 2 + [[2, 17]] * 2 + [[2, 20]] * 2
+    name_outputs(g, outs)
+    ins = [oh.make_tensor_value_info(xi, TP.INT64, [2, 3, 40]), oh.make_tensor_value_info(xl, TP.INT64, [2, 5000])]
+    return g.model(ins, [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)]), {xi: (2, 3, 40), xl: (2, 5000)}
+
+
+def case_hardmax_onehot():
+    """Hardmax (last axis with ties at the maximum, a middle axis: strided lines) and OneHot (negative
+    indices wrapping and out of range, axis -1, 1 and 0, int64 and float indices and depth, int64 values)."""
+    g = G()
+    xi = "xi"  # int64 [2, 3, 40] in 0..99
+    c = lambda v: g.w(np.array(v, np.float32))
+    i64 = lambda *a: g.w(np.array(a, np.int64))
+    f = lambda v: g.op("Cast", [v], to=TP.FLOAT)
+    q = int_lines(g, xi)
+    outs = [g.op("Hardmax", [g.op("Floor", [g.op("Mul", [q, c(0.125)])])], axis=-1)]  # ties at the maximum
+    outs.append(g.op("Hardmax", [q], axis=1))
+    xm = g.op("Sub", [xi, i64(50)])  # -50..49: -40..-1 wrap, below -40 and from 40 out of range
+    outs.append(g.op("OneHot", [xm, i64(40), c([-0.5, 2.0])], axis=-1))  # [2, 3, 40, 40]
+    outs.append(f(g.op("OneHot", [xm, i64(45), i64(3, 7)], axis=1)))  # [2, 45, 3, 40]
+    outs.append(g.op("OneHot", [g.op("Sub", [f(xi), c(50.0)]), c(30.0), c([0.0, 1.0])], axis=0))  # [30, 2, 3, 40]
+    shapes = [[2, 3, 40]] * 2 + [[2, 3, 40, 40], [2, 45, 3, 40], [30, 2, 3, 40]]
+    name_outputs(g, outs)
+    inp = oh.make_tensor_value_info(xi, TP.INT64, [2, 3, 40])
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)]), {xi: (2, 3, 40)}
+
+
+def case_select_v11():
+    """Hardmax before opset 13 (the 2-D view from `axis`: default 1, and 2), and TopK at opset 11."""
+    g = G()
+    q = int_lines(g, "xi")  # [2, 3, 4, 5]
+    outs = [g.op("Hardmax", [q]), g.op("Hardmax", [q], axis=2)]
+    v, i = g.op("TopK", [q, g.w(np.array([3], np.int64))], n_out=2, axis=1)
+    outs += [v, g.op("Cast", [i], to=TP.FLOAT)]
+    name_outputs(g, outs)
+    inp = oh.make_tensor_value_info("xi", TP.INT64, [2, 3, 4, 5])
+    shapes = [[2, 3, 4, 5]] * 2 + [[2, 3, 4, 5]] * 2
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=11), {"xi": (2, 3, 4, 5)}
+
+
+def case_unsupported_topk():
+    """TopK of k > 64 along an axis of more than 4096 elements: refused with the kernel's limits as reason."""
+    g = G()
+    v, i = g.op("TopK", ["input", g.w(np.array([100], np.int64))], n_out=2)
+    name_outputs(g, [v])
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [1, 5000])
+    return g.model([inp], [out_info([1, 100], "out0")]), {"input": (1, 5000)}
+
+
 CASES = {
     "resnet_block": case_resnet_block,
     "mobilenet_block": case_mobilenet_block,
@@ -797,6 +909,11 @@ CASES = {
     "upsample": case_upsample,
     "instance_norm": case_instance_norm,
     "group_norm": case_group_norm,
+    "norm_more": case_norm_more,
+    "topk": case_topk,
+    "hardmax_onehot": case_hardmax_onehot,
+    "select_v11": case_select_v11,
+    "unsupported_topk": case_unsupported_topk,
     "unary_more": case_unary_more,
     "index_ops": case_index_ops,
     "scatter9": case_scatter9,

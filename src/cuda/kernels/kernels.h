@@ -431,6 +431,31 @@ typedef struct ig_index_args {
 } ig_index_args;
 cudaError_t ingot_cuda_index(const ig_index_args *a, cudaStream_t s);
 
+/* ---- selection kernels (select.cu): Hardmax, TopK, OneHot. Lines are [outer, n, inner]: element (o, j, i)
+ * of a dense tensor at (o * n + j) * inner + i. ---- */
+enum ig_sel_op {
+    IG_SEL_HARDMAX = 0, /* y = 1 at the line's first maximum (NaN above everything, the first NaN wins), else 0 */
+    IG_SEL_TOPK,        /* y, idx [outer, k, inner]: the k best of each line, best first, ties to the smaller index */
+    IG_SEL_ONEHOT,      /* y [outer, n, inner] = values[1] where j == x[o, i] (n: depth), else values[0] */
+};
+#define IG_TOPK_SORT_MAX   4096 /* TopK: lines up to this length are sorted in shared memory, any k */
+#define IG_TOPK_SELECT_MAX 64   /* longer lines: k rounds of a block-wide selection, k up to this */
+typedef struct ig_select_args {
+    const void *x;      /* Hardmax, TopK: the input; OneHot: the indices [outer, inner] */
+    const void *values; /* OneHot: [off, on] */
+    void *y;            /* Hardmax: the output; TopK: the values; OneHot: the output */
+    long long *idx;     /* TopK: the indices (int64) */
+    int32_t op;         /* enum ig_sel_op */
+    int32_t dtype;      /* of x: FLOAT, FLOAT16, BFLOAT16 (Hardmax; TopK also INT32, INT64); OneHot: any number */
+    int32_t esize;      /* bytes per element of y */
+    int32_t largest;    /* TopK: 1 the largest (NaN first), 0 the smallest (NaN last) */
+    int32_t wrap;       /* OneHot: an index in [-n, 0) counts from the end (opset 11) */
+    int64_t outer, n, inner;
+    int64_t k; /* TopK */
+} ig_select_args;
+/* cudaErrorNotSupported for a TopK outside the limits above (the lowering refuses those first). */
+cudaError_t ingot_cuda_select(const ig_select_args *a, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif
