@@ -9,20 +9,40 @@
 
 /* ---- softmax ------------------------------------------------------------------------------------- */
 
-/* The mask's strides over the scores' [sd0, sd1, sd2] rows of sd3, or false when it does not
- * broadcast to them. */
-static bool mask_strides(const ig_cu_tensor *M, const int64_t *sd, int64_t *ms)
+/* The scores' leading dims as at most 3 row dims sd[0..2] (sd[3] the columns) and the mask's strides
+ * over them ms[0..3], for scores of any rank: adjacent leading dims merge where the mask broadcasts over
+ * both or is contiguous across both ([B, windows, heads, S, S] scores with a [windows, heads, S, S] bias
+ * become 2 row dims). M may be NULL. false when the mask does not broadcast to the scores or the dims do
+ * not merge into 3 (the caller then adds the mask first: MaxViT's [windows, 1, S, S] mask over
+ * [B, windows, heads, S, S] alternates broadcast and full dims four times). */
+static bool row_layout(const ig_cu_tensor *x, const ig_cu_tensor *M, int64_t *sd, int64_t *ms)
 {
-    int32_t pad = 4 - M->rank;
-    if (pad < 0) return false;
-    for (int q = 0; q < 4; q++) {
-        ms[q] = 0;
-        if (q < pad) continue;
-        int64_t d = M->dims[q - pad];
-        if (d == sd[q])
-            ms[q] = d == 1 ? 0 : M->strides[q - pad];
-        else if (d != 1)
-            return false;
+    int32_t r = x->rank, pad = M ? r - M->rank : r;
+    if (pad < 0 || r < 1) return false;
+    int64_t gd[IG_MAX_RANK], gs[IG_MAX_RANK];
+    int ng = 0;
+    for (int32_t q = 0; q < r; q++) {
+        int64_t d = x->dims[q], md = q < pad ? 1 : M->dims[q - pad];
+        if (md != d && md != 1) return false;
+        int64_t st = md == 1 ? 0 : M->strides[q - pad];
+        if (q == r - 1) {
+            sd[3] = d;
+            ms[3] = st;
+        } else if (d == 1) {
+            continue;
+        } else if (ng > 0 && ((gs[ng - 1] == 0 && st == 0) || (st != 0 && gs[ng - 1] == st * d))) {
+            gd[ng - 1] *= d;
+            gs[ng - 1] = st;
+        } else {
+            gd[ng] = d;
+            gs[ng++] = st;
+        }
+    }
+    if (ng > 3) return false;
+    for (int q = 0; q < 3; q++) {
+        int k = q - (3 - ng);
+        sd[q] = k >= 0 ? gd[k] : 1;
+        ms[q] = k >= 0 ? gs[k] : 0;
     }
     return true;
 }
@@ -32,16 +52,15 @@ static ingot_status emit_masked_softmax(ig_lower *L, int32_t id, int32_t xt, int
                                         bool nan_to_zero, int32_t yv)
 {
     const ig_cu_tensor x = *ig__lw_T(L, xt);
-    if (x.rank > 4) return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "scores of rank %d", (int)x.rank);
     int64_t sd[4] = {1, 1, 1, 1}, ms[4] = {0, 0, 0, 0};
-    for (int32_t q = 0; q < x.rank; q++) sd[4 - x.rank + q] = x.dims[q];
-    if (mt >= 0 && !mask_strides(ig__lw_T(L, mt), sd, ms)) {
+    if (!row_layout(&x, mt >= 0 ? ig__lw_T(L, mt) : NULL, sd, ms)) {
         /* a mask of a layout the kernel does not read: add it first */
         ig_pw_prog add = {.n_in = 2, .n_ops = 1};
         add.op[0] = (ig_pw_inst){.code = IG_PW_ADD, .a = 0, .b = 1, .c = -1};
         int32_t two[2] = {xt, mt};
         if ((xt = ig__lw_program(L, id, &add, two, x.dtype, x.dims, x.rank, -1)) < 0) return ig__lw_status(L);
         mt = -1;
+        if (!row_layout(&x, NULL, sd, ms)) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "scores without a row layout");
     }
     int32_t yt = ig__lw_dense(L, x.dtype, x.rank, x.dims, false);
     ig_cu_step *step = yt >= 0 ? ig__lw_step(L, IG_ST_SOFTMAX, id, NULL) : NULL;

@@ -578,6 +578,25 @@ def case_softmax_axes():
         {"input": (2, 4, 700, 8)}
 
 
+def case_masked_softmax_rank5():
+    """Window attention's rank-5 scores [B, windows, heads, S, S]: a bias [windows, heads, S, S] (the
+    leading dims merge into 2 row dims), MaxViT-like masks whose broadcasting does not merge into 3 row dims
+    ([2, 1, 4, 1, 6]: added first), and a scaled rank-5 softmax with no mask."""
+    g = G()
+    m1 = g.w((np.random.RandomState(7).randn(3, 4, 5, 6) * 2).astype(np.float32))
+    m2 = g.w((np.random.RandomState(8).randn(2, 1, 4, 1, 6) * 2).astype(np.float32))
+    x = g.op("Mul", ["input", g.w(np.array(0.5, np.float32))])
+    g.op("Softmax", [g.op("Add", [x, m1])], axis=-1)
+    g.nodes[-1].output[0] = "out0"
+    g.op("Softmax", [g.op("Add", [m2, "input"])], axis=-1)
+    g.nodes[-1].output[0] = "out1"
+    g.op("Softmax", [x], axis=-1)
+    g.nodes[-1].output[0] = "out2"
+    shape = [2, 3, 4, 5, 6]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, shape)
+    return g.model([inp], [out_info(shape, f"out{k}") for k in range(3)]), {"input": tuple(shape)}
+
+
 def case_reduce_big():
     """A mean over every element of [1, 4, 192, 192] (one row split over many blocks) and an NCHW global
     average pool with rows of 36864 (blocks of 1024 threads)."""
@@ -904,6 +923,7 @@ CASES = {
     "reductions_more": lambda: case_reductions(more=True),
     "reduce_big": case_reduce_big,
     "softmax_axes": case_softmax_axes,
+    "masked_softmax_rank5": case_masked_softmax_rank5,
     "dwconv_more": case_dwconv_more,
     "resize": case_resize,
     "upsample": case_upsample,
