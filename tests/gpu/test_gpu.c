@@ -66,6 +66,12 @@ static ingot_model *load(ingot_runtime *rt, const char *dir, io *x)
     }
     x->n_in = ingot_model_input_count(m);
     x->n_out = ingot_model_output_count(m);
+    if (x->n_in > 16 || x->n_out > 16) { /* the harness's arrays: split such a case in two */
+        CHECK(0, "%s: %lld inputs and %lld outputs: the harness takes at most 16 of each", dir, (long long)x->n_in,
+              (long long)x->n_out);
+        ingot_model_destroy(m);
+        return NULL;
+    }
     for (int64_t i = 0; i < x->n_in && i < 16; i++) {
         snprintf(path, sizeof path, "%s/input_%d.npy", dir, (int)i);
         if (ingot_tensor_load_file(rt, path, &x->in[i]) != INGOT_OK) {

@@ -69,6 +69,12 @@ static int check_case(const char *dir)
     ingot_tensor ins[16], refs[16];
     memset(ins, 0, sizeof ins);
     memset(refs, 0, sizeof refs);
+    if (n_in > 16 || n_out > 16) { /* the harness's arrays: split such a case in two */
+        printf("FAIL %s: %lld inputs and %lld outputs: the harness takes at most 16 of each\n", dir, (long long)n_in,
+               (long long)n_out);
+        fails++;
+        goto out;
+    }
     for (int64_t i = 0; i < n_in && i < 16; i++) {
         snprintf(path, sizeof path, "%s/input_%d.npy", dir, (int)i);
         if (ingot_tensor_load_file(rt, path, &ins[i]) != INGOT_OK) {
