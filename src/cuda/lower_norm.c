@@ -615,8 +615,8 @@ const char *ig__lw_supports_groupnorm(const ig_graph *g, const ig_node *n)
     return NULL;
 }
 
-/* InstanceNormalization (groups = channels) and GroupNormalization (attribute num_groups; scale and bias
- * per group before opset 21, per channel from 21). */
+/* InstanceNormalization (groups = channels), GroupNormalization (attribute num_groups; scale and bias
+ * per group before opset 21, per channel from 21) and ingot.GroupNorm (per channel). */
 ingot_status ig__lw_groupnorm(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
@@ -635,7 +635,8 @@ ingot_status ig__lw_groupnorm(ig_lower *L, int32_t id)
     a.c = x.dims[1];
     a.s = 1;
     for (int32_t k = 2; k < x.rank; k++) a.s *= x.dims[k];
-    a.groups = n->op == IG_OP_group_normalization ? ig__attr_int(n, "num_groups", 1) : a.c;
+    bool grouped = n->op == IG_OP_group_normalization || n->op == IG_OP_group_norm;
+    a.groups = grouped ? ig__attr_int(n, "num_groups", 1) : a.c;
     a.eps = ig__attr_float(n, "epsilon", 1e-5f);
     if (a.groups <= 0 || a.c % a.groups)
         return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "%lld channels in %lld groups", (long long)a.c,

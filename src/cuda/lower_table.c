@@ -336,6 +336,10 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                               \
         ig__lw_attention, sup_float \
     }
+#define CU_group_norm                               \
+    {                                               \
+        ig__lw_groupnorm, ig__lw_supports_groupnorm \
+    }
 
 static const ig_lw_entry table[IG_OP_COUNT] = {
 #define INGOT_OP(onnx_name, cname, family) [IG_OP_##cname] = CU_##cname,

@@ -18,6 +18,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 static ingot_status check_vec(ig_infer *cx, int i, const char *what, ig_dim want)
 {
@@ -34,8 +35,13 @@ static ingot_status check_vec(ig_infer *cx, int i, const char *what, ig_dim want
 
 /* ==== GroupNormalization ============================================================================== */
 
-/* Before opset 21 scale and bias have one value per group, from 21 one per channel. */
-static bool gn_per_group(const ig_node *n) { return n->opset > 0 && n->opset < 21; }
+/* Before opset 21 scale and bias have one value per group, from 21 one per channel; ingot.GroupNorm (what
+ * the optimizer's groupnorm pass makes) always has one per channel, whatever its domain's version. */
+static bool gn_per_group(const ig_node *n)
+{
+    bool ingot = n->domain && !strcmp(n->domain, "ingot");
+    return !ingot && n->opset > 0 && n->opset < 21;
+}
 
 static ingot_status group_norm_infer(ig_infer *cx)
 {
@@ -130,6 +136,23 @@ static double group_norm_flops(const ig_graph *g, const ig_node *n) { return 8.0
 const ig_op_def ig__op_group_normalization = {
     .name = "GroupNormalization",
     .since = 18,
+    .min_in = 3,
+    .max_in = 3,
+    .min_out = 1,
+    .max_out = 1,
+    .flags = IG_OP_INPLACE,
+    .infer = group_norm_infer,
+    .cpu = group_norm_cpu,
+    .flops = group_norm_flops,
+};
+
+/* ingot.GroupNorm: GroupNormalization of opset 21 (scale and bias per channel) in the ingot domain, so
+ * that an engine file's graph says so unambiguously (a later ONNX op stored there is read back at the
+ * ingot domain's version). Attributes num_groups (required) and epsilon (1e-5). */
+const ig_op_def ig__op_group_norm = {
+    .name = "GroupNorm",
+    .domain = "ingot",
+    .since = 1,
     .min_in = 3,
     .max_in = 3,
     .min_out = 1,

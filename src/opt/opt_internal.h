@@ -21,6 +21,7 @@
     X(bn_fold)           \
     X(gelu)              \
     X(layernorm)         \
+    X(groupnorm)         \
     X(attention)         \
     X(softmax)           \
     X(sink_views)        \

@@ -776,6 +776,62 @@ def case_group_norm(opset=21):
         {"input": (1, 6, 20, 24)}
 
 
+def timm_group_norm(g, x, c, groups, shape_of=True, affine=True):
+    """GroupNorm as torch exports it before opset 18: Reshape [0, G, -1], InstanceNormalization with ones and
+    zeros, Reshape back (to Shape(x), or to a constant), Mul gamma [C, 1, 1], Add beta [C, 1, 1]."""
+    r = g.op("Reshape", [x, g.w(np.array([0, groups, -1], np.int64))])
+    i = g.op("InstanceNormalization", [r, g.w(np.ones(groups, np.float32)), g.w(np.zeros(groups, np.float32))],
+             epsilon=1e-5)
+    back = g.op("Shape", [x]) if shape_of else g.w(np.array([0, c, 28, 28], np.int64))
+    y = g.op("Reshape", [i, back])
+    if not affine:
+        return y
+    y = g.op("Mul", [y, g.w(1 + 0.2 * randw(c, 1, 1, scale=1))])
+    return g.op("Add", [y, g.w(0.5 * randw(c, 1, 1, scale=1))])
+
+
+def channel_offset(g, x, c):
+    """x plus a large per-channel offset: GroupNorm's statistics must not cancel (the shift)."""
+    return g.op("Add", [x, g.w((30 + 10 * randw(1, c, 1, 1, scale=1)).astype(np.float32))])
+
+
+def case_timm_group_norm():
+    """The timm/torch GroupNorm export (optimizer: one ingot.GroupNorm) on a convolution's channels-last output
+    at C = 64, G = 32 (16-byte path) and C = 12, G = 4 (C % 8 != 0: scalar kernels), and on the NCHW input
+    without the affine tail; InstanceNormalization on channels-last C = 64 (G = C). Large per-channel offsets."""
+    g = G()
+    x = "input"  # [batch, 64, 28, 28]
+    y = channel_offset(g, conv_bn(g, x, 64, 64, 1), 64)  # channels-last on the GPU
+    outs = [g.op("Relu", [timm_group_norm(g, y, 64, 32)])]
+    z = channel_offset(g, conv_bn(g, x, 64, 12, 1), 12)
+    outs.append(timm_group_norm(g, z, 12, 4))
+    outs.append(timm_group_norm(g, channel_offset(g, x, 64), 64, 32, shape_of=False, affine=False))
+    outs.append(g.op("InstanceNormalization", [y, g.w(1 + 0.2 * randw(64, scale=1)), g.w(randw(64, scale=1))]))
+    name_outputs(g, outs)
+    shapes = [["batch", 64, 28, 28], ["batch", 12, 28, 28], ["batch", 64, 28, 28], ["batch", 64, 28, 28]]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 64, 28, 28])
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)]), {"input": (2, 64, 28, 28)}
+
+
+def case_group_norm21_offset():
+    """GroupNormalization (opset 21, per-channel scale and bias) with large per-channel offsets: channels-last
+    C = 64, G = 32 and C = 12, G = 3; NCHW C = 64, G = 8."""
+    g = G()
+    x = "input"  # [2, 64, 28, 28]
+    outs = []
+    for c, groups in ((64, 32), (12, 3)):
+        y = channel_offset(g, conv_bn(g, x, 64, c, 1), c)
+        outs.append(g.op("GroupNormalization", [y, g.w(1 + 0.2 * randw(c, scale=1)), g.w(randw(c, scale=1))],
+                         num_groups=groups, epsilon=1e-5))
+    outs.append(g.op("GroupNormalization", [channel_offset(g, x, 64), g.w(1 + 0.2 * randw(64, scale=1)),
+                                            g.w(randw(64, scale=1))], num_groups=8))
+    name_outputs(g, outs)
+    shapes = [[2, 64, 28, 28], [2, 12, 28, 28], [2, 64, 28, 28]]
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [2, 64, 28, 28])
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=21), \
+        {"input": (2, 64, 28, 28)}
+
+
 def case_unsupported_lrn():
     g = G()
     g.op("LRN", ["input"], size=3)
@@ -929,6 +985,8 @@ CASES = {
     "upsample": case_upsample,
     "instance_norm": case_instance_norm,
     "group_norm": case_group_norm,
+    "timm_group_norm": case_timm_group_norm,
+    "group_norm21_offset": case_group_norm21_offset,
     "norm_more": case_norm_more,
     "topk": case_topk,
     "hardmax_onehot": case_hardmax_onehot,

@@ -51,6 +51,7 @@ EXPECT_FUSED = {
     "efficientnet_block": {"FusedConv"},
     "seg_head": {"FusedConv"},
     "bert_mini": {"FusedMatMul", "Pointwise", "Attention"},
+    "resnetv2_gn_mini": {"GroupNorm", "FusedConv"},
 }
 
 

@@ -18,6 +18,8 @@ writes OUT/<name>.onnx for:
                       masks as PyTorch exports them (Unsqueeze/Cast/Sub-from-1/Mul by float min; and
                       Equal+Where(-inf) with an IsNaN guard after Softmax, Expand), Erf GELU, a final
                       LayerNorm and a Tanh pooler                                   [batch,32] int64
+  resnetv2_gn_mini    timm's BiT ResNetV2 shape: pre-activation bottlenecks, GroupNorm as torch exports it
+                      before opset 18 (Reshape/InstanceNormalization/Reshape(Shape)/Mul/Add) + Relu
 and, with --resnet50 (or --only resnet50), the full-size fixed-shape ResNet-50 v1.5 (224x224, BN
 folded into the convs as torch.onnx exports with constant folding) for the FLOPs check.
 
@@ -132,6 +134,24 @@ class Builder:
         b = self.init(name + ".bias", (self.rng.standard_normal(c) * 0.02).astype(np.float32))
         return self.node("LayerNormalization", [x, g, b], name=name, axis=-1, epsilon=1e-12)
 
+    def group_norm(self, x, c, groups, name="norm"):
+        """GroupNorm as torch.onnx exports it before opset 18 (symbolic_opset9.group_norm): Reshape to
+        [0, G, -1], InstanceNormalization with ones/zeros, Reshape to Shape(x), Mul/Add by the Unsqueezed
+        weight and bias."""
+        def const(base, arr):
+            out = self.uniq(base)
+            self.nodes.append(helper.make_node("Constant", [], [out], value=numpy_helper.from_array(arr, out + "_v")))
+            return out
+        r = self.node("Reshape", [x, const("gn_shape", np.array([0, groups, -1], np.int64))])
+        i = self.node("InstanceNormalization", [r, const("gn_ones", np.ones(groups, np.float32)),
+                                                const("gn_zeros", np.zeros(groups, np.float32))], epsilon=1e-5)
+        y = self.node("Reshape", [i, self.node("Shape", [x])])
+        axes = self.const_i64("gn_axes", [1, 2])
+        w = self.node("Unsqueeze", [self.init(name + ".weight", self.rng.uniform(0.5, 1.5, c).astype(np.float32)), axes])
+        b = self.node("Unsqueeze", [self.init(name + ".bias", (self.rng.standard_normal(c) * 0.1).astype(np.float32)),
+                                    axes])
+        return self.node("Add", [self.node("Mul", [y, w]), b])
+
     def dim(self, x, axis):
         """Shape(x) -> Gather(axis) -> Unsqueeze: the 1-element int64 vector PyTorch exports for x.size(axis)."""
         s = self.node("Shape", [x])
@@ -162,6 +182,30 @@ def resnet_mini():
                           pre + ".downsample.1")
             h = b.node("Relu", [b.node("Add", [y, sc])])
             c_in = planes * 4
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h])], axis=1)
+    b.output(b.gemm_head(h, c_in, 10), "logits", TensorProto.FLOAT, ["batch", 10])
+    return b.model()
+
+
+def resnetv2_gn_mini():
+    """timm's resnetv2 (BiT) shape: pre-activation bottlenecks with GroupNorm(8 groups) + Relu as torch exports
+    GroupNorm before opset 18, a projection shortcut, a final GroupNorm, pooling and a linear head."""
+    b = Builder("resnetv2_gn_mini")
+    x = b.input("input", TensorProto.FLOAT, ["batch", 3, 32, 32])
+    h = b.conv(x, 3, 32, 3, 2, bias=False, name="stem.conv")
+    c_in = 32
+    for bi, (mid, out, stride) in enumerate([(16, 64, 1), (16, 64, 1), (32, 128, 2)]):
+        pre = f"stages.{bi}"
+        a = b.node("Relu", [b.group_norm(h, c_in, 8, pre + ".norm1")])
+        sc = b.conv(a, c_in, out, 1, stride, bias=False, name=pre + ".downsample") if c_in != out or stride != 1 else h
+        y = b.conv(a, c_in, mid, 1, bias=False, name=pre + ".conv1")
+        y = b.conv(b.node("Relu", [b.group_norm(y, mid, 8, pre + ".norm2")]), mid, mid, 3, stride, bias=False,
+                   name=pre + ".conv2")
+        y = b.conv(b.node("Relu", [b.group_norm(y, mid, 8, pre + ".norm3")]), mid, out, 1, bias=False,
+                   name=pre + ".conv3")
+        h = b.node("Add", [y, sc])
+        c_in = out
+    h = b.node("Relu", [b.group_norm(h, c_in, 8, "norm")])
     h = b.node("Flatten", [b.node("GlobalAveragePool", [h])], axis=1)
     b.output(b.gemm_head(h, c_in, 10), "logits", TensorProto.FLOAT, ["batch", 10])
     return b.model()
@@ -350,6 +394,7 @@ MODELS = {
     "efficientnet_block": efficientnet_block,
     "seg_head": seg_head,
     "bert_mini": bert_mini,
+    "resnetv2_gn_mini": resnetv2_gn_mini,
 }
 
 

@@ -1,6 +1,6 @@
 /*
  * test_opt_fusion.c -- the optimizer's fusion passes (src/opt: attention, softmax, sink_views,
- * conv_epilogue, gemm_epilogue, pointwise, and group.c's growth rule).
+ * conv_epilogue, gemm_epilogue, pointwise, groupnorm, and group.c's growth rule).
  *
  * Per pass: graphs where it must fire (the op made, its inputs, attributes, decoded program and
  * provenance) and near-misses where it must not (an intermediate read elsewhere, a graph output in
@@ -893,6 +893,126 @@ TEST(pointwise_near_misses)
     t_free(&t);
 }
 
+/* ==== groupnorm ==== */
+
+/* x [b, 8, 3, 5], 4 groups. variant: 0 torch's export (Reshape [0, 4, -1], InstanceNormalization with
+ * ones/zeros, Reshape to Shape(x), Mul gamma [8, 1, 1], Add beta [8, 1, 1]); 1 back-Reshape to a
+ * constant [0, 8, 3, 5], Mul(gamma [1, 8, 1, 1], .), Add(beta, .), InstanceNormalization with its own
+ * scale and bias (folded); 2 no Mul/Add, x split as [0, 4, 2, 3, 5]; 3 Mul by a one-element gamma, no
+ * Add; near misses: 10 the first Reshape mixes the batch ([-1, 4, 15]); 11 the back-Reshape is not x's
+ * shape ([0, 8, 15], no Mul/Add); 12 the InstanceNormalization's output also a graph output; 13 a Mul by a
+ * [1, 8, 3, 1] constant (not per channel: the GroupNorm is made without it); 14 the InstanceNormalization's
+ * scale a graph input */
+static void build_gn(T *t, int variant)
+{
+    int64_t xd[4] = {0, 8, 3, 5}, gd[1] = {4}, cd[3] = {8, 1, 1}, c4[4] = {1, 8, 1, 1}, sp[4] = {1, 8, 3, 1};
+    int64_t one[1] = {1};
+    in_f(t, "x", 4, xd);
+    const char *ins = "x";
+    if (variant == 14) {
+        in_f(t, "s_in", 1, gd);
+        ins = "x,s_in";
+    }
+    float ones[4] = {1, 1, 1, 1}, zeros[4] = {0, 0, 0, 0};
+    if (variant == 1) {
+        rand_f(t, "s", 1, gd, 0.5, 1.5);
+        rand_f(t, "b", 1, gd, -1, 1);
+    } else {
+        t_f32(t, "s", 1, gd, ones);
+        t_f32(t, "b", 1, gd, zeros);
+    }
+    rand_f(t, "gamma", 3, cd, 0.5, 1.5);
+    rand_f(t, "beta", 3, cd, -1, 1);
+    rand_f(t, "gamma4", 4, c4, 0.5, 1.5);
+    rand_f(t, "beta4", 4, c4, -1, 1);
+    rand_f(t, "gamma1", 1, one, 0.5, 1.5);
+    rand_f(t, "gsp", 4, sp, 0.5, 1.5);
+    int64_t split3[3] = {0, 4, -1}, split5[5] = {0, 4, 2, 3, 5}, mixed[3] = {-1, 4, 15};
+    int64_t back4[4] = {0, 8, 3, 5}, back3[3] = {0, 8, 15};
+    t_i64(t, "split", variant == 2 ? 5 : 3, variant == 2 ? split5 : variant == 10 ? mixed : split3);
+    t_i64(t, "back", variant == 11 ? 3 : 4, variant == 11 ? back3 : back4);
+    nd(t, "r1", "Reshape", "x,split", "r");
+    ig_node *n = nd(t, "in", "InstanceNormalization", variant == 14 ? "r,s_in,b" : "r,s,b", "i");
+    a_float(n, "epsilon", 1e-5f);
+    if (variant != 1 && variant != 11) {
+        nd(t, "shape", "Shape", "x", "xs");
+        nd(t, "r2", "Reshape", "i,xs", "y");
+    } else {
+        nd(t, "r2", "Reshape", "i,back", "y");
+    }
+    const char *last = "y";
+    if (variant == 0 || (variant >= 10 && variant != 11)) {
+        nd(t, "mul", "Mul", variant == 13 ? "y,gsp" : "y,gamma", "m");
+        nd(t, "add", "Add", "m,beta", "o");
+        last = "o";
+    } else if (variant == 1) {
+        nd(t, "mul", "Mul", "gamma4,y", "m");
+        nd(t, "add", "Add", "beta4,m", "o");
+        last = "o";
+    } else if (variant == 3) {
+        nd(t, "mul", "Mul", "y,gamma1", "m");
+        last = "m";
+    }
+    char outs[64];
+    snprintf(outs, sizeof outs, "%s%s", last, variant == 12 ? ",i" : "");
+    t_io(t, ins, outs);
+}
+
+TEST(groupnorm_forms)
+{
+    const int covers[4] = {6, 5, 4, 5};
+    for (int v = 0; v < 4; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_gn, v, only("fold,dce,cse,groupnorm"), &t, &rep));
+        ASSERT_EQ(live_count(&t.g, NULL), 1);
+        const ig_node *n = find_op(&t.g, "GroupNorm");
+        ASSERT(n);
+        ASSERT_STREQ(n->domain, "ingot");
+        ASSERT_EQ(ig__attr_int(n, "num_groups", 0), 4);
+        ASSERT_NEAR(ig__attr_float(n, "epsilon", 0), 1e-5, 1e-12);
+        ASSERT_EQ(n->n_covers, covers[v]);
+        ASSERT_EQ(n->inputs[0], vid(&t, "x"));
+        const ig_value *scale = &t.g.values[n->inputs[1]], *bias = &t.g.values[n->inputs[2]];
+        ASSERT_EQ(scale->shape.rank, 1);
+        ASSERT_EQ(scale->shape.d[0].n, 8);
+        ASSERT_EQ(bias->shape.d[0].n, 8);
+        if (v == 2) ASSERT_EQ(ig__elem_f64(scale->dtype, scale->c.data, 7), 1.0);
+        if (v == 3) ASSERT_EQ(ig__elem_f64(bias->dtype, bias->c.data, 5), 0.0);
+        ASSERT_EQ(pass_rep(&rep, "groupnorm")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+    /* the whole list: the GroupNorm stays what it is */
+    T t;
+    ig_opt_report rep;
+    AGREES(equiv(build_gn, 0, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 1);
+    ASSERT(find_op(&t.g, "GroupNorm"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+}
+
+TEST(groupnorm_near_misses)
+{
+    for (int v = 10; v <= 14; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_gn, v, only("fold,dce,cse,groupnorm"), &t, &rep));
+        if (v == 13) {
+            ASSERT(find_op(&t.g, "GroupNorm"));
+            ASSERT_EQ(live_count(&t.g, "Mul"), 1);
+            ASSERT_EQ(live_count(&t.g, "Add"), 1);
+        } else {
+            ASSERT(!find_op(&t.g, "GroupNorm"));
+            ASSERT(find_op(&t.g, "InstanceNormalization"));
+            ASSERT_EQ(pass_rep(&rep, "groupnorm")->n_rewrites, 0);
+        }
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
 /* ==== one pass at a time ==== */
 
 TEST(passes_one_at_a_time)
@@ -948,4 +1068,5 @@ TEST(passes_one_at_a_time)
 TEST_MAIN(RUN(attention_forms); RUN(attention_near_misses); RUN(softmax_forms); RUN(softmax_near_misses);
           RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses); RUN(conv_epilogue_forms);
           RUN(conv_epilogue_near_misses); RUN(gemm_epilogue_forms); RUN(gemm_epilogue_near_misses);
-          RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(passes_one_at_a_time))
+          RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms); RUN(groupnorm_near_misses);
+          RUN(passes_one_at_a_time))
