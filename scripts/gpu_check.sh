@@ -276,6 +276,18 @@ if [ -n "$peers" ] && [ "${INGOT_SKIP_PEERS:-0}" != 1 ] && [ $do_bench = 1 ]; th
         --models "$models" --batches "$batches" --dtype fp16
 fi
 
+# the diagnosis (issue 11): the synthetic bottlenecks found, `ingot profile` of each benchmark model, one report
+if [ $do_bench = 1 ]; then
+    diag_models=()
+    for m in "${model_list[@]}"; do [ -f "$work/models/$m.onnx" ] && diag_models+=(--model "$work/models/$m.onnx"); done
+    stage "diagnosis: synthetic bottlenecks, ingot profile of the benchmark models" 300 python3 tests/diag/check_synthetic.py \
+        --ingot "$bin/ingot" --work "$work/diag" "${diag_models[@]}"
+    if [ -f "$work/models/resnet50.onnx" ]; then
+        stage "HTML report (resnet50 fp16 batch 32)" 120 "$bin/ingot" profile "$work/models/resnet50.onnx" --fp16 \
+            --batch 32 --html "$out/report_resnet50_b32.html" --json >"$out/profile_resnet50_b32.json"
+    fi
+fi
+
 # ---- the table ----------------------------------------------------------------------------------------
 python3 - "$out" <<'EOF' 2>&1 | tee -a "$log"
 import json, os, sys
