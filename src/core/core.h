@@ -81,6 +81,14 @@ uint64_t ig__fnv1a(uint64_t h, const void *p, size_t n);
 /* Milliseconds on a monotonic clock (CLOCK_MONOTONIC): for intervals only. */
 double ig__now_ms(void);
 
+/* The cache folder (cache.c): $INGOT_CACHE_DIR, else $XDG_CACHE_HOME/ingot, else ~/.cache/ingot, made
+ * when absent; false when none can be had. ig__cache_get reads the regular file `name` there (at most
+ * max bytes; NULL when absent, unreadable or larger; the caller frees it with ig__free), ig__cache_put
+ * replaces it whole. Callers check what they read: a cache file is a hint, not an input. */
+bool ig__cache_dir(char *buf, size_t n);
+void *ig__cache_get(const char *name, size_t max, size_t *n);
+bool ig__cache_put(const char *name, const void *data, size_t n);
+
 /* The machine's physical memory in bytes (0 when unknown): what no single host tensor can exceed. */
 uint64_t ig__host_memory_bytes(void);
 

@@ -156,6 +156,8 @@ ingot_status ig__cu_ew_jit_batch(const ig_ew_args *const *progs, const bool *i32
 /* Compile the kernels of n programs as one unit for arch ("sm_90") without loading them: no device
  * needed (tests). */
 ingot_status ig__cu_ew_jit_check(const ig_ew_args *const *progs, const bool *i32, int n, const char *arch, ig_err *err);
+/* Units compiled by NVRTC and units read back from the cache folder, so far in this process. */
+void ig__cu_ew_jit_stats(int64_t *compiled, int64_t *cached);
 
 typedef struct ig_cu_conv {
     int32_t x, w, b, z, y; /* tensors; b, z may be -1 */

@@ -344,10 +344,11 @@ static ingot_status nvrtc_fail(ig_err *err, nvrtcProgram p, nvrtcResult r, const
     return ig__errf(err, INGOT_ERR_CUDA, "NVRTC %s: %s%s", what, nvrtcGetErrorString(r), log);
 }
 
-/* src compiled by NVRTC for arch ("sm_90") into a cubin the caller frees. */
-static ingot_status nvrtc_cubin(const char *src, const char *arch, char **cubin, ig_err *err)
+/* src compiled by NVRTC for arch ("sm_90") into a cubin of *size bytes the caller frees. */
+static ingot_status nvrtc_cubin(const char *src, const char *arch, char **cubin, size_t *size, ig_err *err)
 {
     *cubin = NULL;
+    *size = 0;
     char opt[64];
     snprintf(opt, sizeof opt, "--gpu-architecture=%s", arch);
     const char *opts[] = {opt, "-std=c++17", "--fmad=true"};
@@ -364,12 +365,80 @@ static ingot_status nvrtc_cubin(const char *src, const char *arch, char **cubin,
         st = ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     else if ((r = nvrtcGetCUBIN(p, *cubin)) != NVRTC_SUCCESS)
         st = nvrtc_fail(err, p, r, "cubin");
+    else
+        *size = n;
     nvrtcDestroyProgram(&p);
     if (st != INGOT_OK) {
         ig__free(*cubin);
         *cubin = NULL;
     }
     return st;
+}
+
+/* ---- the cache folder: a unit compiled by an earlier process is read back, not compiled again ---- */
+
+#define JIT_FILE_MAGIC "IGEWCUB1"
+#define JIT_FILE_MAX   ((size_t)64 << 20)
+
+static int64_t jit_units_compiled, jit_units_cached; /* atomics: the tests compile outside jit_lock */
+
+void ig__cu_ew_jit_stats(int64_t *compiled, int64_t *cached)
+{
+    *compiled = __atomic_load_n(&jit_units_compiled, __ATOMIC_RELAXED);
+    *cached = __atomic_load_n(&jit_units_cached, __ATOMIC_RELAXED);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The cubin of the unit src for arch: from the cache folder (core/cache.c) when a process compiled the
+ * same unit for the same architecture with the same NVRTC before, else compiled and put there. NVRTC
+ * takes 0.1-0.3 s a unit, which every process paid at its first context (ResNet-50's context creation
+ * went from 0.70 to 1.13 s with the generated kernels). A file is [magic][key][hash of the cubin][cubin];
+ * any mismatch, a short read or a missing folder means "compile". INGOT_CUDA_EW_JIT_CACHE=0: always
+ * compile. */
+static ingot_status cubin_of(const char *src, const char *arch, char **cubin, ig_err *err)
+{
+    int maj = 0, min = 0;
+    char ver[64], name[64];
+    if (nvrtcVersion(&maj, &min) != NVRTC_SUCCESS) maj = min = -1;
+    snprintf(ver, sizeof ver, "%s nvrtc %d.%d", arch, maj, min);
+    uint64_t key = ig__fnv1a(ig__fnv1a(IG_FNV_SEED, ver, strlen(ver)), src, strlen(src));
+    snprintf(name, sizeof name, "ew-%016llx.cubin", (unsigned long long)key);
+    const char *env = getenv("INGOT_CUDA_EW_JIT_CACHE");
+    bool use = !(env && !strcmp(env, "0"));
+    size_t n = 0;
+    unsigned char *f = use ? ig__cache_get(name, JIT_FILE_MAX, &n) : NULL;
+    if (f && n > 24 && !memcmp(f, JIT_FILE_MAGIC, 8) && get64(f + 8) == key &&
+        get64(f + 16) == ig__fnv1a(IG_FNV_SEED, f + 24, n - 24)) {
+        memmove(f, f + 24, n - 24); /* the caller frees what it gets with ig__free, as NVRTC's */
+        *cubin = (char *)f;
+        __atomic_fetch_add(&jit_units_cached, 1, __ATOMIC_RELAXED);
+        return INGOT_OK;
+    }
+    ig__free(f);
+    ingot_status st = nvrtc_cubin(src, arch, cubin, &n, err);
+    if (st != INGOT_OK) return st;
+    __atomic_fetch_add(&jit_units_compiled, 1, __ATOMIC_RELAXED);
+    unsigned char *out = use ? ig__malloc(n + 24) : NULL;
+    if (out) {
+        memcpy(out, JIT_FILE_MAGIC, 8);
+        put64(out + 8, key);
+        put64(out + 16, ig__fnv1a(IG_FNV_SEED, *cubin, n));
+        memcpy(out + 24, *cubin, n);
+        ig__cache_put(name, out, n + 24); /* not cached: the next process compiles again */
+    }
+    ig__free(out);
+    return INGOT_OK;
 }
 
 /* The architecture of the current device, "sm_90". */
@@ -451,7 +520,7 @@ ingot_status ig__cu_ew_jit_check(const ig_ew_args *const *progs, const bool *i32
         if (!dup) all[m++] = &b[i];
     }
     if (st == INGOT_OK && m > 0) st = unit_of(all, m, &src, err);
-    if (st == INGOT_OK && m > 0) st = nvrtc_cubin(src, arch, &cubin, err);
+    if (st == INGOT_OK && m > 0) st = cubin_of(src, arch, &cubin, err);
     ig__free(cubin);
     ig__free(src);
     for (int i = 0; b && i < n; i++) ig__free(b[i].text);
@@ -484,7 +553,7 @@ ingot_status ig__cu_ew_jit_batch(const ig_ew_args *const *progs, const bool *i32
     char arch[32];
     if (st == INGOT_OK && n_todo > 0) st = device_arch(arch, sizeof arch, err);
     if (st == INGOT_OK && n_todo > 0) st = unit_of(todo, n_todo, &src, err);
-    if (st == INGOT_OK && n_todo > 0) st = nvrtc_cubin(src, arch, &cubin, err);
+    if (st == INGOT_OK && n_todo > 0) st = cubin_of(src, arch, &cubin, err);
     cudaLibrary_t lib = NULL;
     /* loaded for the life of the process: every context of every engine may launch its kernels */
     if (st == INGOT_OK && n_todo > 0)

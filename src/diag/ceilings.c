@@ -8,46 +8,16 @@
 #include "../cpu/cpu.h"
 #include "diag.h"
 
-#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-/* mkdir -p for the one or two levels a cache folder needs. */
-static bool make_dirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        int r = mkdir(path, 0755);
-        *p = '/';
-        if (r != 0 && errno != EEXIST) return false;
-    }
-    return mkdir(path, 0755) == 0 || errno == EEXIST;
-}
-
-bool ig__diag_cache_dir(char *buf, size_t n)
-{
-    const char *d = getenv("INGOT_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int w;
-    if (d && *d)
-        w = snprintf(buf, n, "%s", d);
-    else if (x && *x)
-        w = snprintf(buf, n, "%s/ingot", x);
-    else if (home && *home)
-        w = snprintf(buf, n, "%s/.cache/ingot", home);
-    else
-        return false;
-    return w > 0 && (size_t)w < n && make_dirs(buf);
-}
 
 /* The cache file of a key: ceilings-<64-bit FNV-1a of the key>.txt (the key itself is inside). */
 static bool cache_path(const char *key, char *buf, size_t n)
 {
     char dir[900];
-    if (!ig__diag_cache_dir(dir, sizeof dir)) return false;
+    if (!ig__cache_dir(dir, sizeof dir)) return false;
     uint64_t h = ig__fnv1a(IG_FNV_SEED, key, strlen(key));
     int w = snprintf(buf, n, "%s/ceilings-%016llx.txt", dir, (unsigned long long)h);
     return w > 0 && (size_t)w < n;

@@ -163,9 +163,7 @@ bool ig__diag_write_html(const ig_diag_report *r, FILE *f);
 void ig__diag_json_str(FILE *f, const char *s);
 
 /* ---- ceilings: measurement and cache (ceilings.c) ---- */
-/* The cache folder: $INGOT_CACHE_DIR, else $XDG_CACHE_HOME/ingot, else ~/.cache/ingot (made when
- * absent). False when none can be had. */
-bool ig__diag_cache_dir(char *buf, size_t n);
+/* The cache folder is core's: ig__cache_dir. */
 /* Read / write the ceilings cached under key (a file name made of it). Load is false when absent,
  * unreadable or made for another key. */
 bool ig__diag_ceilings_load(const char *key, ig_diag_ceilings *c);

@@ -1024,9 +1024,11 @@ def write_case(out, name, fn):
 
 
 def main():
+    """make_models.py [OUT [CASE ...]]: every case, or the named ones, into OUT."""
     out = sys.argv[1] if len(sys.argv) > 1 else "gpu_models"
-    for name, fn in CASES.items():
-        write_case(out, name, fn)
+    names = sys.argv[2:] or list(CASES)
+    for name in names:
+        write_case(out, name, CASES[name])
 
 
 if __name__ == "__main__":

@@ -251,9 +251,13 @@ int main(int argc, char **argv)
         fails += missing;
         n++;
     }
-    if (jit_arch)
-        printf("jit: %lld of %lld elementwise programs covered by the generator\n", (long long)jit_covered,
-               (long long)jit_programs);
+    if (jit_arch) {
+        int64_t compiled = 0, cached = 0;
+        ig__cu_ew_jit_stats(&compiled, &cached);
+        printf("jit: %lld of %lld elementwise programs covered by the generator; %lld units compiled, %lld read "
+               "from the cache\n",
+               (long long)jit_covered, (long long)jit_programs, (long long)compiled, (long long)cached);
+    }
     printf("%d passed, %d failed\n", n - (fails > n ? n : fails), fails);
     return fails ? 1 : 0;
 }

@@ -327,7 +327,7 @@ TEST(ceilings_cache)
     /* a damaged file is not a measurement */
     char path[1024];
     snprintf(path, sizeof path, "%s/junk", dir);
-    ASSERT(ig__diag_cache_dir(path, sizeof path));
+    ASSERT(ig__cache_dir(path, sizeof path));
     ASSERT_STREQ(path, dir);
     /* the CPU: measured once, then read back under its key */
     ig_err err = {0};
