@@ -8,6 +8,8 @@ Writes WORKDIR/NAME/:
   check.onnx        the same graph with the input of the node making output 0 as one more output (a
                     random-weight model's logits can be degenerate; the features feeding them are not)
   inputs/<in>.npy   seeded inputs at the check batch; refs/<out>.npy the ONNX Runtime (CPU, fp32) outputs
+  refs64/<out>.npy  the model's outputs in float64 (PyTorch on the CPU, same weights and inputs): the
+                    exact answer, for telling ingot's fp32 error from ONNX Runtime's own
   meta.json         status ("ok" or "error" with the message), inputs, outputs, reference norms, timings
 
 A lock file (WORKDIR/NAME/.lock, holding the exporting pid) lets two zoo processes share a work dir: the
@@ -22,7 +24,7 @@ import time
 import traceback
 import warnings
 
-META_VERSION = 5  # bump when what an export writes changes: older meta.json files are redone
+META_VERSION = 6  # bump when what an export writes changes: older meta.json files are redone
 OPSET = 17
 
 
@@ -172,7 +174,7 @@ def export(name, workdir, threads, check_batch):
                           **(spec.export_kwargs or {}))
         meta["export_s"] = round(time.time() - t1, 2)
         meta["onnx_MB"] = round(os.path.getsize(path) / 1e6, 1)
-        del model, y
+        del y
 
         meta["stage"] = "check model"
         added = add_check_output(path, os.path.join(d, "check.onnx"))
@@ -213,6 +215,11 @@ def export(name, workdir, threads, check_batch):
                             max_abs=float(np.abs(r64).max()) if finite and r.size else None)
             refs.append(info)
         meta["refs"] = refs
+        meta["stage"] = "fp64 reference"
+        # float64 on the CPU costs several times ONNX Runtime's fp32: only where that stays seconds
+        meta["fp64"] = fp64_reference(model, spec, feeds, out_names, dict(zip(names, res)), d) \
+            if meta["ort_s"] <= 5 else {"ok": False, "error": f"skipped: ONNX Runtime took {meta['ort_s']} s"}
+        del model
         meta["status"] = "ok"
         meta["stage"] = "done"
     except Exception as e:  # noqa: BLE001 -- every failure is a result to report
@@ -221,6 +228,41 @@ def export(name, workdir, threads, check_batch):
     meta["total_s"] = round(time.time() - t0, 2)
     write_json(os.path.join(d, "meta.json"), meta)
     return meta
+
+
+def fp64_reference(model, spec, feeds, out_names, ort_out, d):
+    """The model's outputs in float64 on the CPU, saved as refs64/<out>.npy, and ONNX Runtime's fp32 error
+    against them. ONNX Runtime is the reference of record, but its fp32 is not exact: its
+    InstanceNormalization, for one, loses about 1e-4 of relative accuracy on groups whose mean is 300
+    times their spread (ingot: 1e-5), and deep pre-activation networks carry that to the output. Where
+    ONNX Runtime is further from the exact answer than ingot, the exact answer judges. A model that does
+    not run in float64 gets no such reference (the reason is recorded), never a failed export."""
+    import numpy as np
+    import torch
+
+    t0 = time.time()
+    try:
+        model = model.double().eval()
+        xs = [torch.from_numpy(feeds[i.name]).double() if feeds[i.name].dtype.kind == "f"
+              else torch.from_numpy(feeds[i.name]) for i in spec.inputs]
+        with torch.no_grad():
+            y = model(*xs)
+        ys = list(y) if isinstance(y, (tuple, list)) else [y]
+        if len(ys) != len(out_names):
+            return {"ok": False, "error": f"{len(ys)} float64 outputs for {len(out_names)} exported ones"}
+        os.makedirs(os.path.join(d, "refs64"), exist_ok=True)
+        ort_rel = {}
+        for n, t in zip(out_names, ys):
+            r64 = t.detach().cpu().numpy()
+            if r64.dtype != np.float64 or n not in ort_out or list(r64.shape) != list(ort_out[n].shape):
+                continue
+            np.save(os.path.join(d, "refs64", safe_name(n) + ".npy"), r64)
+            nb = float(np.linalg.norm(r64))
+            diff = float(np.linalg.norm(ort_out[n].astype(np.float64) - r64))
+            ort_rel[n] = diff / nb if nb > 0 else diff
+        return {"ok": True, "ort_rel": ort_rel, "s": round(time.time() - t0, 2)}
+    except Exception as e:  # noqa: BLE001 -- a model without a float64 path keeps ONNX Runtime as its judge
+        return {"ok": False, "error": short_error(e), "s": round(time.time() - t0, 2)}
 
 
 def safe_name(n):
