@@ -14,7 +14,16 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id)
     int64_t od[IG_MAX_RANK];
     int32_t orank = ig__lw_value_dims(L, yv, od);
     int32_t ax = ig__lw_norm_axis(ig__attr_int(n, "axis", 0), orank);
-    int32_t yt = ig__lw_dense(L, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), orank, od, false);
+    /* channels-last when every input is: an NCHW output made each copy a transpose, and the convolutions
+     * and pools after it copied it back (GoogLeNet's MaxPool after each Concat took the scalar NCHW
+     * kernel, 26x off its bandwidth bound) */
+    bool nhwc = orank == 4;
+    for (int32_t i = 0; i < n->n_inputs && nhwc; i++) {
+        int32_t ut = n->inputs[i] >= 0 ? ig__lw_get(L, n->inputs[i]) : -1;
+        const ig_cu_tensor *u = ut >= 0 ? ig__lw_T(L, ut) : NULL;
+        nhwc = u && u->rank == 4 && ig__lw_nhwc(u) && !ig__cu_tensor_contig(u);
+    }
+    int32_t yt = ig__lw_dense(L, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), orank, od, nhwc);
     if (yt < 0) return ig__lw_oom(L);
     ig_cu_tensor y = *ig__lw_T(L, yt);
     int64_t off = 0;
