@@ -25,6 +25,7 @@
     X(attention)         \
     X(softmax)           \
     X(sink_views)        \
+    X(patchify)          \
     X(conv_epilogue)     \
     X(gemm_epilogue)     \
     X(pointwise)

@@ -292,6 +292,28 @@ def case_vit_block():
     return g.model([img_input(3, HW)], [out_info(["batch", 10])]), {"input": (2, 3, HW, HW)}
 
 
+def case_patch_embed():
+    """Patchify convolutions (kernel == stride, no padding, 3 channels), which the optimizer's patchify pass
+    makes an im2col copy and one GEMM: HF ViT's 16x16/16 embed read as tokens (Reshape [B, O, L] ->
+    Transpose(0, 2, 1)), and ConvNeXt's 4x4/4 stem with its channels-last LayerNorm (Transposes around
+    LayerNormalization) and a depthwise conv after it."""
+    g = G()
+    H, W, D, C = 48, 64, 32, 16
+    e = g.op("Conv", ["input", g.w(randw(D, 3, 16, 16)), g.w(randw(D, scale=0.5))], kernel_shape=[16, 16],
+             strides=[16, 16])
+    t = g.op("Transpose", [batch_reshape(g, e, [D, (H // 16) * (W // 16)])], perm=[0, 2, 1])
+    g.nodes[-1].output[0] = "tokens"
+    s = g.op("Conv", ["input", g.w(randw(C, 3, 4, 4)), g.w(randw(C, scale=0.5))], kernel_shape=[4, 4], strides=[4, 4],
+             pads=[0, 0, 0, 0])
+    s = g.op("Transpose", [layernorm(g, g.op("Transpose", [s], perm=[0, 2, 3, 1]), C)], perm=[0, 3, 1, 2])
+    g.op("Conv", [s, g.w(randw(C, 1, 3, 3)), g.w(randw(C, scale=0.1))], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+         group=C)
+    g.nodes[-1].output[0] = "stem"
+    ins = [oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, H, W])]
+    outs = [out_info(["batch", (H // 16) * (W // 16), D], "tokens"), out_info(["batch", C, H // 4, W // 4], "stem")]
+    return g.model(ins, outs), {"input": (2, 3, H, W)}
+
+
 def case_misc_ops():
     g = G()
     x = "input"  # [B, 6, 8, 10]
@@ -961,6 +983,7 @@ CASES = {
     "unsupported_convt_3d": case_unsupported_convt_3d,
     "bert_layer": case_bert_layer,
     "vit_block": case_vit_block,
+    "patch_embed": case_patch_embed,
     "misc_ops": case_misc_ops,
     "gemm_variants": case_gemm_variants,
     "sdpa_export": case_sdpa_export,

@@ -3,14 +3,15 @@
  * device program (fp32 and fp16), planned into an arena, run by the host emulator (emulate.c), and
  * compared with ONNX Runtime's outputs. Runs in CI.
  *
- *   test_gpu_lower [-v] [--lower-only] [--coverage] [--jit ARCH] DIR...
+ *   test_gpu_lower [-v] [--lower-only] [--coverage] [--jit ARCH] [--disable-pass NAME[,NAME]] DIR...
  *       DIR: model.onnx, input_<i>.npy, output_<j>.npy (tests/gpu/make_models.py)
  *
  * Each case is lowered twice: the engine's graph as the optimizer leaves it (fused nodes) and as
  * imported (--no-optimize), each in fp32 and fp16. --coverage fails when an op the CUDA backend has a
  * lowering for (src/cuda/lower_table.c) is lowered by none of the cases. --jit ARCH ("sm_90") compiles
  * every elementwise program the run-time generator covers (src/cuda/ew_jit.c) with NVRTC for ARCH,
- * without loading it (no GPU needed), and fails on any that does not compile.
+ * without loading it (no GPU needed), and fails on any that does not compile. --disable-pass skips
+ * optimizer passes in the optimized build (to see what one pass changes in the step listing).
  */
 #include "../../src/api/api_internal.h"
 #include "../../src/cuda/cuda_internal.h"
@@ -23,7 +24,8 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
 
 static int verbose, lower_only;
 #define IG_MAX_JIT 1024
-static const char *jit_arch; /* --jit: compile the covered elementwise programs for this architecture */
+static const char *jit_arch;       /* --jit: compile the covered elementwise programs for this architecture */
+static const char *disable_passes; /* --disable-pass: optimizer passes the optimized build skips */
 static int64_t jit_programs, jit_covered;
 static int64_t covered[IG_OP_COUNT]; /* nodes lowered per op, over every case run */
 
@@ -107,6 +109,7 @@ static int check_case(const char *dir)
         ingot_build_options bo = ingot_build_options_default();
         bo.backend = INGOT_BACKEND_CPU;
         bo.optimize = optimize;
+        bo.disable_passes = disable_passes;
         ingot_engine *e = NULL;
         if (ingot_engine_build(rt, m, &bo, &e) != INGOT_OK) {
             printf("FAIL %s: build (optimize %d): %s\n", dir, optimize, ingot_runtime_errmsg(rt));
@@ -230,6 +233,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--coverage")) {
             coverage = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--disable-pass") && i + 1 < argc) {
+            disable_passes = argv[++i];
             continue;
         }
         if (!strcmp(argv[i], "--jit") && i + 1 < argc) {

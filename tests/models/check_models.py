@@ -23,7 +23,8 @@ Every model runs twice, with the optimizer (the default) and with `--no-optimize
 imported): both against ONNX Runtime, and the two against each other under the same tolerance, so a
 rewrite that changes the function fails even where ONNX Runtime's own rounding hides it. For the
 project's models the fused ops the optimizer must make are listed (EXPECT_FUSED) and checked in
-`ingot inspect --optimized --json`, so a pass that silently stops firing fails too.
+`ingot inspect --optimized --json`, so a pass that silently stops firing fails too (and EXPECT_ABSENT:
+ops a pass must have removed, such as the patch-embedding Conv patchify rewrites).
 """
 import argparse
 import glob
@@ -52,6 +53,14 @@ EXPECT_FUSED = {
     "seg_head": {"FusedConv"},
     "bert_mini": {"FusedMatMul", "Pointwise", "Attention"},
     "resnetv2_gn_mini": {"GroupNorm", "FusedConv"},
+    "vit_patch_mini": {"FusedMatMul"},
+    "convnext_stem_mini": {"FusedMatMul"},
+}
+# model -> (op, node name or None for any) its optimized graph must not contain: the patchify pass turns
+# their patch-embedding Conv into views and a GEMM (ConvNeXt's depthwise conv stays a Conv)
+EXPECT_ABSENT = {
+    "vit_patch_mini": {("Conv", None), ("FusedConv", None)},
+    "convnext_stem_mini": {("Conv", "stem.0"), ("FusedConv", "stem.0")},
 }
 
 
@@ -277,14 +286,19 @@ def check(ingot, label, path, batch, image_like, work, verbose):
             else:
                 figures.append(f"opt/no-opt {rel:.2g}")
     stem = os.path.basename(path)[:-5]
-    if stem in EXPECT_FUSED:
+    if stem in EXPECT_FUSED or stem in EXPECT_ABSENT:
         jargs = [ingot, "inspect", path, "--optimized", "--json"] + (["--batch", str(batch)] if batch else [])
         rc, out, err = common.run(jargs, timeout=600)
         import json
-        made = {n["op"] for n in json.loads(out)["nodes"] if n.get("domain") == "ingot"} if rc == 0 else set()
-        missing = EXPECT_FUSED[stem] - made
+        nodes = json.loads(out)["nodes"] if rc == 0 else []
+        made = {n["op"] for n in nodes if n.get("domain") == "ingot"}
+        missing = EXPECT_FUSED.get(stem, set()) - made
         if missing:
             problems.append(f"the optimizer made no {', '.join(sorted(missing))} (made: {', '.join(sorted(made))})")
+        left = sorted(f"{op} {name or ''}".strip() for op, name in EXPECT_ABSENT.get(stem, set())
+                      if any(n["op"] == op and name in (None, n.get("name")) for n in nodes))
+        if rc != 0 or left:
+            problems.append(f"the optimized graph still has {', '.join(left) or '(inspect failed)'}")
     times = f"ingot {t_ingot['opt']:.2f} / {t_ingot['no-opt']:.2f} s unoptimized, onnxruntime {t_ort:.2f} s"
     if problems:
         return False, f"FAIL {label} ({times}):\n    " + "\n    ".join(problems)

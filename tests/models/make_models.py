@@ -20,6 +20,11 @@ writes OUT/<name>.onnx for:
                       LayerNorm and a Tanh pooler                                   [batch,32] int64
   resnetv2_gn_mini    timm's BiT ResNetV2 shape: pre-activation bottlenecks, GroupNorm as torch exports it
                       before opset 18 (Reshape/InstanceNormalization/Reshape(Shape)/Mul/Add) + Relu
+  vit_patch_mini      HF ViT's front: a 16x16/16 patch-embedding Conv (3 channels, the optimizer's
+                      patchify), flatten(2).transpose(1, 2), class token, position embeddings, LayerNorm,
+                      an erf-GELU MLP with residual, mean over tokens, linear head       [batch,3,64,64]
+  convnext_stem_mini  ConvNeXt's 4x4/4 stem Conv (patchify) -> channels-last LayerNorm (Transposes
+                      around it), a block: depthwise 7x7, channels-last LayerNorm, MLP, residual
 and, with --resnet50 (or --only resnet50), the full-size fixed-shape ResNet-50 v1.5 (224x224, BN
 folded into the convs as torch.onnx exports with constant folding) for the FLOPs check.
 
@@ -211,6 +216,57 @@ def resnetv2_gn_mini():
     return b.model()
 
 
+def vit_patch_mini(dim=64, patch=16, hw=64):
+    """HF ViT's embeddings and one MLP block: the patch embedding is a Conv with kernel == stride over the
+    3 image channels, flattened and transposed to tokens as torch exports flatten(2).transpose(1, 2)."""
+    b = Builder("vit_patch_mini")
+    x = b.input("pixel_values", TensorProto.FLOAT, ["batch", 3, hw, hw])
+    n = (hw // patch) ** 2
+    w = (b.rng.standard_normal((dim, 3, patch, patch)) / math.sqrt(3 * patch * patch)).astype(np.float32)
+    e = b.node("Conv", [x, b.init("embeddings.patch_embeddings.projection.weight", w),
+                        b.init("embeddings.patch_embeddings.projection.bias",
+                               (b.rng.standard_normal(dim) * 0.05).astype(np.float32))],
+               name="embeddings.patch_embeddings.projection", kernel_shape=[patch, patch], strides=[patch, patch],
+               pads=[0, 0, 0, 0], dilations=[1, 1], group=1)
+    shape = b.node("Concat", [b.dim(x, 0), b.const_i64("flat_tail", [dim, -1])], axis=0)
+    t = b.node("Transpose", [b.node("Reshape", [e, shape])], perm=[0, 2, 1])
+    cls_shape = b.node("Concat", [b.dim(x, 0), b.const_i64("cls_tail", [1, dim])], axis=0)
+    cls = b.node("Expand", [b.init("embeddings.cls_token", (b.rng.standard_normal((1, 1, dim)) * 0.5).astype(np.float32)),
+                            cls_shape])
+    t = b.node("Concat", [cls, t], axis=1)
+    t = b.node("Add", [t, b.init("embeddings.position_embeddings",
+                                 (b.rng.standard_normal((1, n + 1, dim)) * 0.5).astype(np.float32))])
+    h = b.layer_norm(t, dim, "layernorm_before")
+    h = b.linear(h, dim, 4 * dim, "intermediate.dense")
+    h = b.node("Mul", [b.node("Mul", [h, b.node("Add", [b.node("Erf", [b.node("Div", [h, b.const_f32("sqrt2", math.sqrt(2))])]),
+                                                        b.const_f32("one", 1.0)])]), b.const_f32("half", 0.5)])
+    t = b.node("Add", [b.linear(h, 4 * dim, dim, "output.dense"), t])
+    t = b.node("ReduceMean", [b.layer_norm(t, dim, "layernorm")], axes=[1], keepdims=0)
+    b.output(b.gemm_head(t, dim, 10, "classifier"), "logits", TensorProto.FLOAT, ["batch", 10])
+    return b.model()
+
+
+def convnext_stem_mini(dim=32, hw=32):
+    """ConvNeXt's stem (Conv 4x4 stride 4 over 3 channels, then LayerNorm over channels in channels-last
+    order, as torch exports LayerNorm2d: Transpose, LayerNormalization, Transpose) and one block."""
+    b = Builder("convnext_stem_mini")
+    x = b.input("input", TensorProto.FLOAT, ["batch", 3, hw, hw])
+    w = (b.rng.standard_normal((dim, 3, 4, 4)) / math.sqrt(48)).astype(np.float32)
+    h = b.node("Conv", [x, b.init("stem.0.weight", w),
+                        b.init("stem.0.bias", (b.rng.standard_normal(dim) * 0.05).astype(np.float32))],
+               name="stem.0", kernel_shape=[4, 4], strides=[4, 4], pads=[0, 0, 0, 0], dilations=[1, 1], group=1)
+    h = b.node("Transpose", [b.layer_norm(b.node("Transpose", [h], perm=[0, 2, 3, 1]), dim, "stem.1")],
+               perm=[0, 3, 1, 2])
+    y = b.conv(h, dim, dim, 7, group=dim, name="stages.0.blocks.0.conv_dw")
+    y = b.layer_norm(b.node("Transpose", [y], perm=[0, 2, 3, 1]), dim, "stages.0.blocks.0.norm")
+    y = b.node("Relu", [b.linear(y, dim, 4 * dim, "stages.0.blocks.0.mlp.fc1")])
+    y = b.linear(y, 4 * dim, dim, "stages.0.blocks.0.mlp.fc2")
+    h = b.node("Add", [b.node("Transpose", [y], perm=[0, 3, 1, 2]), h])
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h])], axis=1)
+    b.output(b.gemm_head(h, dim, 10), "logits", TensorProto.FLOAT, ["batch", 10])
+    return b.model()
+
+
 def mobilenetv2_mini():
     b = Builder("mobilenetv2_mini")
     x = b.input("input", TensorProto.FLOAT, ["batch", 3, 64, 64])
@@ -395,6 +451,8 @@ MODELS = {
     "seg_head": seg_head,
     "bert_mini": bert_mini,
     "resnetv2_gn_mini": resnetv2_gn_mini,
+    "vit_patch_mini": vit_patch_mini,
+    "convnext_stem_mini": convnext_stem_mini,
 }
 
 

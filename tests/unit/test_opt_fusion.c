@@ -1,6 +1,6 @@
 /*
  * test_opt_fusion.c -- the optimizer's fusion passes (src/opt: attention, softmax, sink_views,
- * conv_epilogue, gemm_epilogue, pointwise, groupnorm, and group.c's growth rule).
+ * conv_epilogue, gemm_epilogue, pointwise, groupnorm, patchify, and group.c's growth rule).
  *
  * Per pass: graphs where it must fire (the op made, its inputs, attributes, decoded program and
  * provenance) and near-misses where it must not (an intermediate read elsewhere, a graph output in
@@ -1013,6 +1013,147 @@ TEST(groupnorm_near_misses)
     }
 }
 
+/* ==== patchify ==== */
+
+/* A patchify Conv on x [b, C, H, W] (its output c, the graph's output unless a node follows). variant:
+ * 0 ViT's embed (C 3, 32x32, 16x16/16, O 8, bias); 1 ConvNeXt's stem (C 3, 16x16, 4x4/4, O 8, bias) ->
+ * Transpose to channels-last -> LayerNormalization; 2 no bias, a 2x4/2x4 patch of C 5 on 6x8, no
+ * kernel_shape, auto_pad VALID; 3 ViT's embed -> Relu (the whole list: one FusedMatMul with the bias
+ * and the Relu); 4 ViT's embed -> Clip(0, 0.25) -> Neg (both moved before the output views); near misses: 10 C 8; 11
+ * pads 1; 12 stride 2 with kernel 4; 13 dilation 2; 14 group 3; 15 the filter a graph input; 16 H 18 with p 4 (rows
+ * left over); 17 a 1x1 convolution (already a GEMM on the GPU) */
+static void build_pf(T *t, int variant)
+{
+    int64_t c = variant == 10 ? 8 : variant == 2 ? 5 : 3, o = 8, p = 4, q = 4, h = 16, w = 16;
+    if (variant == 0 || variant == 3 || variant == 4) p = q = 16, h = w = 32;
+    if (variant == 2) p = 2, q = 4, h = 6, w = 8;
+    if (variant == 16) h = 18;
+    if (variant == 17) p = q = 1;
+    if (variant == 14) o = 6;
+    int64_t xd[4] = {0, c, h, w}, wd[4] = {o, variant == 14 ? 1 : c, p, q}, bd[1] = {o}, k2[2] = {p, q};
+    int64_t pads[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, dil[2] = {2, 2};
+    in_f(t, "x", 4, xd);
+    const char *ins = "x";
+    if (variant == 15) {
+        in_f(t, "W", 4, wd);
+        ins = "x,W";
+    } else {
+        rand_f(t, "W", 4, wd, -0.5, 0.5);
+    }
+    rand_f(t, "B", 1, bd, -0.5, 0.5);
+    ig_node *n = nd(t, "conv", "Conv", variant == 2 ? "x,W" : "x,W,B", "c");
+    if (variant != 2) a_ints(t, n, "kernel_shape", 2, k2);
+    if (variant == 2) a_str(n, "auto_pad", "VALID");
+    a_ints(t, n, "strides", 2, variant == 12 ? s2 : k2);
+    if (variant == 11) a_ints(t, n, "pads", 4, pads);
+    if (variant == 13) a_ints(t, n, "dilations", 2, dil);
+    if (variant == 14) a_int(n, "group", 3);
+    if (variant == 1) {
+        int64_t perm[4] = {0, 2, 3, 1}, od[1] = {8};
+        rand_f(t, "gamma", 1, od, 0.5, 1.5);
+        rand_f(t, "beta", 1, od, -0.5, 0.5);
+        a_ints(t, nd(t, "nhwc", "Transpose", "c", "cl"), "perm", 4, perm);
+        a_int(nd(t, "ln", "LayerNormalization", "cl,gamma,beta", "y"), "axis", -1);
+    } else if (variant == 3) {
+        nd(t, "relu", "Relu", "c", "y");
+    } else if (variant == 4) {
+        scalar_f(t, "lo", 0);
+        scalar_f(t, "hi", 0.25f);
+        nd(t, "clip", "Clip", "c,lo,hi", "cc");
+        nd(t, "neg", "Neg", "cc", "y");
+    }
+    t_io(t, ins, variant == 1 || variant == 3 || variant == 4 ? "y" : "c");
+}
+
+TEST(patchify_forms)
+{
+    const int64_t L[4] = {4, 16, 6, 4}, K[4] = {768, 48, 40, 768};
+    for (int v = 0; v <= 2; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_pf, v, only("fold,dce,cse,patchify"), &t, &rep));
+        ASSERT_EQ(live_count(&t.g, "Conv"), 0);
+        ASSERT_EQ(live_count(&t.g, "Reshape"), 3);
+        ASSERT_EQ(live_count(&t.g, "Transpose"), v == 1 ? 3 : 2);
+        ASSERT_EQ(live_count(&t.g, "Add"), v == 2 ? 0 : 1);
+        ASSERT_EQ(pass_rep(&rep, "patchify")->n_rewrites, 1);
+        const ig_node *mm = find_op(&t.g, "MatMul");
+        ASSERT(mm);
+        ASSERT_STREQ(mm->name, "conv");
+        ASSERT_STREQ(mm->pass, "patchify");
+        ASSERT_EQ(mm->n_covers, 1);
+        ASSERT_STREQ(mm->covers[0], "conv (Conv)");
+        /* A: [batch, L, K], the batch x's own symbol */
+        const ig_value *a = &t.g.values[mm->inputs[0]], *x = &t.g.values[vid(&t, "x")];
+        ASSERT_STREQ(a->name, "c_patches");
+        ASSERT_EQ(a->shape.rank, 3);
+        ASSERT(ig__dim_eq(a->shape.d[0], x->shape.d[0]) && !ig__dim_known(a->shape.d[0]));
+        ASSERT_EQ(a->shape.d[1].n, L[v]);
+        ASSERT_EQ(a->shape.d[2].n, K[v]);
+        /* B: the filter as [K, O], B[k][o] = W[o][k] */
+        const ig_value *wk = &t.g.values[mm->inputs[1]], *w = &t.g.values[vid(&t, "W")];
+        ASSERT_EQ(wk->c.rank, 2);
+        ASSERT_EQ(wk->c.dims[0], K[v]);
+        ASSERT_EQ(wk->c.dims[1], 8);
+        for (int64_t k = 0; k < K[v]; k += 7)
+            for (int64_t oc = 0; oc < 8; oc += 3)
+                ASSERT_EQ(ig__elem_f64(wk->c.dtype, wk->c.data, k * 8 + oc),
+                          ig__elem_f64(w->c.dtype, w->c.data, oc * K[v] + k));
+        /* the conv's value is the last Transpose's, NCHW again, every new value shaped */
+        const ig_value *c = &t.g.values[vid(&t, "c")];
+        ASSERT(ig__opt_is(&t.g, c->producer, IG_OP_transpose));
+        ASSERT_STREQ(t.g.nodes[c->producer].name, "conv_patch_nchw");
+        ASSERT_EQ(c->shape.rank, 4);
+        ASSERT(ig__dim_eq(c->shape.d[0], x->shape.d[0]));
+        ASSERT_EQ(c->shape.d[1].n, 8);
+        for (int32_t k = 0; k < t.g.n_nodes; k++) {
+            const ig_node *nn = &t.g.nodes[k];
+            if (nn->dead) continue;
+            const ig_value *out = &t.g.values[nn->outputs[0]];
+            ASSERT(out->shape.rank >= 2 && ig__dim_eq(out->shape.d[0], x->shape.d[0]));
+        }
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+    /* the whole list: the MatMul takes the bias (and the Relu) into one FusedMatMul named after the conv;
+     * without a bias it stays a MatMul */
+    for (int v = 0; v <= 4; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_pf, v, NULL, &t, &rep));
+        ASSERT_EQ(live_count(&t.g, "Conv"), 0);
+        ASSERT_EQ(live_count(&t.g, "FusedConv"), 0);
+        const ig_node *f = find_op(&t.g, v == 2 ? "MatMul" : "FusedMatMul");
+        ASSERT(f);
+        ASSERT_STREQ(f->name, "conv");
+        if (v != 2) ASSERT_EQ(f->inputs[2], vid(&t, "B"));
+        if (v == 3) ASSERT_STREQ(prog_str(&t, f), "x0 -> t0=RELU(x0)");
+        if (v == 4) ASSERT_STREQ(prog_str(&t, f), "x0 -> t0=CLIP(x0;0,0.25) t1=NEG(t0)");
+        if (v >= 3) { /* the views come last and take over the chain's value */
+            int32_t yp = ig__opt_producer(&t.g, vid(&t, "y"));
+            ASSERT(yp >= 0);
+            ASSERT_STREQ(t.g.nodes[yp].name, "conv_patch_nchw");
+        }
+        ASSERT_EQ(pass_rep(&rep, "patchify")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(patchify_near_misses)
+{
+    for (int v = 10; v <= 17; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_pf, v, only("fold,dce,cse,patchify"), &t, &rep));
+        ASSERT_EQ(live_count(&t.g, "Conv"), 1);
+        ASSERT_EQ(live_count(&t.g, "MatMul"), 0);
+        ASSERT_EQ(pass_rep(&rep, "patchify")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
 /* ==== one pass at a time ==== */
 
 TEST(passes_one_at_a_time)
@@ -1069,4 +1210,4 @@ TEST_MAIN(RUN(attention_forms); RUN(attention_near_misses); RUN(softmax_forms); 
           RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses); RUN(conv_epilogue_forms);
           RUN(conv_epilogue_near_misses); RUN(gemm_epilogue_forms); RUN(gemm_epilogue_near_misses);
           RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms); RUN(groupnorm_near_misses);
-          RUN(passes_one_at_a_time))
+          RUN(patchify_forms); RUN(patchify_near_misses); RUN(passes_one_at_a_time))
