@@ -148,4 +148,5 @@ INGOT_OP(FusedConv, fused_conv, fused)
 INGOT_OP(FusedMatMul, fused_matmul, fused)
 INGOT_OP(MaskedSoftmax, masked_softmax, fused)
 INGOT_OP(Attention, attention, fused)
-INGOT_OP(GroupNorm, group_norm, norm_more)
+/* ingot.GroupNorm's descriptor is in norm_more.c beside GroupNormalization, whose kernel it shares */
+INGOT_OP(GroupNorm, group_norm, fused)
