@@ -11,6 +11,7 @@
 #include "pbwriter.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A device with round numbers: 1000 GB/s, 50 TFLOP/s fp32, 500 fp16, 5 us per launch. */
@@ -448,6 +449,39 @@ TEST(cpu_profile_api)
     ingot_runtime_destroy(rt);
 }
 
+/* core/cache.c: whole files back, nothing larger than asked, no FIFO, directory or missing file */
+TEST(cache_files)
+{
+    char dir[] = "/tmp/ingot-test-cache-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    setenv("INGOT_CACHE_DIR", dir, 1);
+    const char data[] = "0123456789";
+    size_t n = 99;
+    ASSERT(ig__cache_get("absent.bin", 1 << 20, &n) == NULL);
+    ASSERT_EQ(n, 0);
+    ASSERT(ig__cache_put("a.bin", data, 10));
+    char *got = ig__cache_get("a.bin", 1 << 20, &n);
+    ASSERT(got != NULL);
+    ASSERT_EQ(n, 10);
+    ASSERT(memcmp(got, data, 10) == 0);
+    ig__free(got);
+    ASSERT(ig__cache_get("a.bin", 9, &n) == NULL); /* larger than the caller takes */
+    ASSERT(ig__cache_put("a.bin", data, 3));       /* replaced whole */
+    got = ig__cache_get("a.bin", 1 << 20, &n);
+    ASSERT(got != NULL && n == 3);
+    ig__free(got);
+    char path[1200], cmd[1300];
+    snprintf(path, sizeof path, "%s/fifo.bin", dir);
+    ASSERT_EQ(mkfifo(path, 0600), 0);
+    ASSERT(ig__cache_get("fifo.bin", 1 << 20, &n) == NULL); /* refused, without blocking */
+    snprintf(path, sizeof path, "%s/dir.bin", dir);
+    ASSERT_EQ(mkdir(path, 0700), 0);
+    ASSERT(ig__cache_get("dir.bin", 1 << 20, &n) == NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ASSERT_EQ(system(cmd), 0);
+    unsetenv("INGOT_CACHE_DIR");
+}
+
 TEST_MAIN(RUN(cpu_profile_api); RUN(classify_bandwidth); RUN(classify_compute); RUN(classify_latency);
           RUN(analyze_bandwidth_bound); RUN(analyze_launch_bound); RUN(analyze_compute_and_inefficient);
-          RUN(analyze_capacity); RUN(writers); RUN(ceilings_cache))
+          RUN(analyze_capacity); RUN(writers); RUN(ceilings_cache); RUN(cache_files))
