@@ -93,6 +93,9 @@ int32_t ig__lw_dense(ig_lower *L, ingot_dtype dt, int32_t rank, const int64_t *d
 /* A fresh dense tensor whose memory order is the logical order with axis `inner` moved last. */
 int32_t ig__lw_dense_inner(ig_lower *L, ingot_dtype dt, int32_t rank, const int64_t *dims, int32_t inner);
 ig_cu_step *ig__lw_step(ig_lower *L, int kind, int32_t node_id, const char *what);
+/* A step of one of kstep.c's kernels on tensors t[0..n) (the others -1); the caller fills u.k.a. NULL:
+ * out of memory. */
+ig_cu_step *ig__lw_kstep(ig_lower *L, int kind, int32_t node_id, int n, const int32_t *t);
 size_t ig__lw_numel(int32_t rank, const int64_t *dims);
 void ig__lw_contig_strides(int32_t rank, const int64_t *dims, int64_t *strides);
 bool ig__lw_nhwc(const ig_cu_tensor *t);

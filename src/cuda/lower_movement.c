@@ -391,12 +391,8 @@ ingot_status ig__lw_resize(ig_lower *L, int32_t id)
     }
     int64_t tn = (int64_t)((ingot_cuda_resize_plan(&a) + 3) / 4);
     int32_t tt = ig__lw_tensor(L, ig__lw_buf(L, IG_LOC_ARENA, (size_t)tn * 4), INGOT_DTYPE_INT32, 1, &tn, NULL, 0);
-    ig_cu_step *s = tt >= 0 ? ig__lw_step(L, IG_ST_RESIZE, id, NULL) : NULL;
+    ig_cu_step *s = tt >= 0 ? ig__lw_kstep(L, IG_ST_RESIZE, id, 3, (int32_t[]){xt, yt, tt}) : NULL;
     if (!s) return ig__lw_oom(L);
-    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
-    s->u.k.t[0] = xt;
-    s->u.k.t[1] = yt;
-    s->u.k.t[2] = tt;
     s->u.k.a.resize = a;
     return INGOT_OK;
 }
@@ -448,13 +444,8 @@ static int32_t dense_in(ig_lower *L, int32_t id, int i)
 static ingot_status emit_index(ig_lower *L, int32_t id, const ig_index_args *a, int32_t xt, int32_t it, int32_t ut,
                                int32_t yt)
 {
-    ig_cu_step *s = ig__lw_step(L, IG_ST_INDEX, id, NULL);
+    ig_cu_step *s = ig__lw_kstep(L, IG_ST_INDEX, id, 4, (int32_t[]){xt, it, ut, yt});
     if (!s) return ig__lw_oom(L);
-    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
-    s->u.k.t[0] = xt;
-    s->u.k.t[1] = it;
-    s->u.k.t[2] = ut;
-    s->u.k.t[3] = yt;
     s->u.k.a.ix = *a;
     L->p->val_tensor[ig__lw_node(L, id)->outputs[0]] = yt;
     return INGOT_OK;

@@ -441,12 +441,9 @@ static ingot_status reduction_into(ig_lower *L, int32_t id, int32_t xt, const bo
         int64_t pn = (int64_t)(part / sizeof(float));
         pt = ig__lw_tensor(L, ig__lw_buf(L, IG_LOC_ARENA, part), INGOT_DTYPE_FLOAT, 1, &pn, NULL, 0);
     }
-    ig_cu_step *s = y >= 0 && (pt >= 0 || !part) ? ig__lw_step(L, IG_ST_REDUCTION, id, NULL) : NULL;
+    ig_cu_step *s =
+        y >= 0 && (pt >= 0 || !part) ? ig__lw_kstep(L, IG_ST_REDUCTION, id, 3, (int32_t[]){xt, y, pt}) : NULL;
     if (!s) return ig__lw_oom(L);
-    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
-    s->u.k.t[0] = xt;
-    s->u.k.t[1] = y;
-    s->u.k.t[2] = pt;
     s->u.k.a.red = a;
     *yt = y;
     return INGOT_OK;
@@ -657,14 +654,8 @@ ingot_status ig__lw_groupnorm(ig_lower *L, int32_t id)
     int32_t pt = yt >= 0
                      ? ig__lw_tensor(L, ig__lw_buf(L, IG_LOC_ARENA, (size_t)pn * 4), INGOT_DTYPE_FLOAT, 1, &pn, NULL, 0)
                      : -1;
-    ig_cu_step *s = pt >= 0 ? ig__lw_step(L, IG_ST_GROUPNORM, id, NULL) : NULL;
+    ig_cu_step *s = pt >= 0 ? ig__lw_kstep(L, IG_ST_GROUPNORM, id, 5, (int32_t[]){xt, yt, pt, st, bt}) : NULL;
     if (!s) return ig__lw_oom(L);
-    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
-    s->u.k.t[0] = xt;
-    s->u.k.t[1] = yt;
-    s->u.k.t[2] = pt;
-    s->u.k.t[3] = st;
-    s->u.k.t[4] = bt;
     s->u.k.a.gn = a;
     L->p->val_tensor[n->outputs[0]] = yt;
     return INGOT_OK;

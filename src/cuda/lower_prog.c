@@ -211,6 +211,14 @@ ig_cu_step *ig__lw_step(ig_lower *L, int kind, int32_t node_id, const char *what
     return s;
 }
 
+ig_cu_step *ig__lw_kstep(ig_lower *L, int kind, int32_t node_id, int n, const int32_t *t)
+{
+    ig_cu_step *s = ig__lw_step(L, kind, node_id, NULL);
+    if (!s) return NULL;
+    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = i < n ? t[i] : -1;
+    return s;
+}
+
 bool ig__cu_tensor_contig(const ig_cu_tensor *t)
 {
     int64_t s = 1;

@@ -16,13 +16,8 @@ static void lines_of(int32_t rank, const int64_t *dims, int32_t axis, int64_t *o
 static ingot_status select_step(ig_lower *L, int32_t id, const ig_select_args *a, int32_t xt, int32_t vt, int32_t yt,
                                 int32_t it)
 {
-    ig_cu_step *s = ig__lw_step(L, IG_ST_SELECT, id, NULL);
+    ig_cu_step *s = ig__lw_kstep(L, IG_ST_SELECT, id, 4, (int32_t[]){xt, vt, yt, it});
     if (!s) return ig__lw_oom(L);
-    for (int i = 0; i < IG_KSTEP_MAX_T; i++) s->u.k.t[i] = -1;
-    s->u.k.t[0] = xt;
-    s->u.k.t[1] = vt;
-    s->u.k.t[2] = yt;
-    s->u.k.t[3] = it;
     s->u.k.a.sel = *a;
     return INGOT_OK;
 }
