@@ -297,7 +297,10 @@ ingot_status ig__opt_set_covers(ig_opt_ctx *cx, int32_t made, const int32_t *rep
     for (int32_t i = 0; i < n_replaced; i++) {
         const ig_node *r = &g->nodes[replaced[i]];
         if (r->n_covers > 0) {
-            for (int32_t j = 0; j < r->n_covers; j++) cov[k++] = r->covers[j];
+            /* a node made of two that both covered the same one (patchify's MatMul and bias Add both
+             * replace the Conv) lists it once */
+            for (int32_t j = 0; j < r->n_covers; j++)
+                if (k == 0 || strcmp(cov[k - 1], r->covers[j]) != 0) cov[k++] = r->covers[j];
         } else if (!(cov[k++] = ig__arena_printf(&g->arena, "%s (%s)", ig__node_label(r), r->op_type))) {
             goto oom;
         }

@@ -1127,6 +1127,10 @@ TEST(patchify_forms)
         ASSERT(f);
         ASSERT_STREQ(f->name, "conv");
         if (v != 2) ASSERT_EQ(f->inputs[2], vid(&t, "B"));
+        if (v == 0) { /* the MatMul and the bias Add both replace the Conv: it is listed once */
+            ASSERT_EQ(f->n_covers, 1);
+            ASSERT_STREQ(f->covers[0], "conv (Conv)");
+        }
         if (v == 3) ASSERT_STREQ(prog_str(&t, f), "x0 -> t0=RELU(x0)");
         if (v == 4) ASSERT_STREQ(prog_str(&t, f), "x0 -> t0=CLIP(x0;0,0.25) t1=NEG(t0)");
         if (v >= 3) { /* the views come last and take over the chain's value */
