@@ -338,17 +338,17 @@ def perturb_norms(model, g):
             b.add_((torch.randn(b.shape, generator=g) * 0.05).to(b.device, b.dtype))
 
 
-def build(spec, calibrate=True, device="cpu", perturb=True):
+def build(spec, calibrate=True, device="cpu", perturb=True, calib_batch=2):
     """The model with the zoo's random weights, in eval mode: seeded init, fix_tiny, BatchNorm statistics
-    from a batch of 2 seeded inputs, perturb_norms. With calibrate=False the BatchNorm statistics stay
-    at their init (for loading a state dict saved by export.py)."""
+    from a batch of calib_batch seeded inputs, perturb_norms. With calibrate=False the BatchNorm statistics
+    stay at their init (for loading a state dict saved by export.py)."""
     torch.manual_seed(0)
     m = spec.make()
     m.eval()
     fix_tiny(m, torch.Generator().manual_seed(1234))
     if calibrate:
         m.to(device)
-        calibrate_batchnorm(m, example_inputs(spec, 2, device=device, seed=99))
+        calibrate_batchnorm(m, example_inputs(spec, calib_batch, device=device, seed=99))
     if perturb:
         perturb_norms(m, torch.Generator().manual_seed(4321))
     return m
