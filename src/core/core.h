@@ -76,6 +76,25 @@ uint64_t ig__alloc_fail_after(uint64_t n);
 void ig__alloc_set_limit(size_t max_bytes);
 /* 64-bit FNV-1a of n bytes, continuing from h (IG_FNV_SEED to start): chains over several pieces. */
 #define IG_FNV_SEED 1469598103934665603ull
+
+/* Little-endian integers in byte buffers (file formats: engine files, cached kernels). */
+static inline void ig__put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void ig__put_le64(uint8_t *p, uint64_t v)
+{
+    ig__put_le32(p, (uint32_t)v);
+    ig__put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint32_t ig__get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t ig__get_le64(const uint8_t *p)
+{
+    return (uint64_t)ig__get_le32(p) | (uint64_t)ig__get_le32(p + 4) << 32;
+}
 uint64_t ig__fnv1a(uint64_t h, const void *p, size_t n);
 
 /* Milliseconds on a monotonic clock (CLOCK_MONOTONIC): for intervals only. */

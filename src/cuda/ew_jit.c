@@ -388,18 +388,6 @@ void ig__cu_ew_jit_stats(int64_t *compiled, int64_t *cached)
     *cached = __atomic_load_n(&jit_units_cached, __ATOMIC_RELAXED);
 }
 
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
 /* The cubin of the unit src for arch: from the cache folder (core/cache.c) when a process compiled the
  * same unit for the same architecture with the same NVRTC before, else compiled and put there. NVRTC
  * takes 0.1-0.3 s a unit, which every process paid at its first context (ResNet-50's context creation
@@ -418,8 +406,8 @@ static ingot_status cubin_of(const char *src, const char *arch, char **cubin, ig
     bool use = !(env && !strcmp(env, "0"));
     size_t n = 0;
     unsigned char *f = use ? ig__cache_get(name, JIT_FILE_MAX, &n) : NULL;
-    if (f && n > 24 && !memcmp(f, JIT_FILE_MAGIC, 8) && get64(f + 8) == key &&
-        get64(f + 16) == ig__fnv1a(IG_FNV_SEED, f + 24, n - 24)) {
+    if (f && n > 24 && !memcmp(f, JIT_FILE_MAGIC, 8) && ig__get_le64(f + 8) == key &&
+        ig__get_le64(f + 16) == ig__fnv1a(IG_FNV_SEED, f + 24, n - 24)) {
         memmove(f, f + 24, n - 24); /* the caller frees what it gets with ig__free, as NVRTC's */
         *cubin = (char *)f;
         __atomic_fetch_add(&jit_units_cached, 1, __ATOMIC_RELAXED);
@@ -432,8 +420,8 @@ static ingot_status cubin_of(const char *src, const char *arch, char **cubin, ig
     unsigned char *out = use ? ig__malloc(n + 24) : NULL;
     if (out) {
         memcpy(out, JIT_FILE_MAGIC, 8);
-        put64(out + 8, key);
-        put64(out + 16, ig__fnv1a(IG_FNV_SEED, *cubin, n));
+        ig__put_le64(out + 8, key);
+        ig__put_le64(out + 16, ig__fnv1a(IG_FNV_SEED, *cubin, n));
         memcpy(out + 24, *cubin, n);
         ig__cache_put(name, out, n + 24); /* not cached: the next process compiles again */
     }

@@ -27,6 +27,25 @@ static bool float_storage(ingot_dtype t)
     return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
 }
 
+/* The input of a line-wise op as a dense tensor and its axis (`axis` normalised): -1 after reporting
+ * a dtype ok() refuses or an axis out of range. */
+static int32_t line_input(ig_lower *L, int32_t id, bool (*ok)(ingot_dtype), int64_t axis, int32_t *ax)
+{
+    int32_t xt = ig__lw_contig(L, id, ig__lw_get(L, ig__lw_node(L, id)->inputs[0]));
+    if (xt < 0) return -1;
+    const ig_cu_tensor *x = ig__lw_T(L, xt);
+    if (!ok(x->dtype)) {
+        ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s inputs are not supported", ingot_dtype_name(x->dtype));
+        return -1;
+    }
+    *ax = x->rank ? ig__lw_norm_axis(axis, x->rank) : -1;
+    if (*ax < 0 || *ax >= x->rank) {
+        ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "axis out of range");
+        return -1;
+    }
+    return xt;
+}
+
 /* ---- Hardmax ----------------------------------------------------------------------------------------- */
 
 /* Opset 13 along one axis (default -1); older opsets on the 2-D view [d0 * .. * d(axis-1), the rest]
@@ -40,14 +59,9 @@ const char *ig__lw_supports_hardmax(const ig_graph *g, const ig_node *n)
 ingot_status ig__lw_hardmax(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
-    int32_t xt = ig__lw_contig(L, id, ig__lw_get(L, n->inputs[0]));
+    int32_t ax, xt = line_input(L, id, float_storage, ig__attr_int(n, "axis", n->opset >= 13 ? -1 : 1), &ax);
     if (xt < 0) return ig__lw_status(L);
     const ig_cu_tensor x = *ig__lw_T(L, xt);
-    if (!float_storage(x.dtype))
-        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s inputs are not supported",
-                           ingot_dtype_name(x.dtype));
-    int32_t ax = ig__lw_norm_axis(ig__attr_int(n, "axis", n->opset >= 13 ? -1 : 1), x.rank);
-    if (ax < 0 || ax >= x.rank) return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "axis out of range");
     ig_select_args a;
     memset(&a, 0, sizeof a);
     a.op = IG_SEL_HARDMAX;
@@ -94,14 +108,9 @@ const char *ig__lw_supports_topk(const ig_graph *g, const ig_node *n)
 ingot_status ig__lw_topk(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
-    int32_t xt = ig__lw_contig(L, id, ig__lw_get(L, n->inputs[0]));
+    int32_t ax, xt = line_input(L, id, topk_dtype, ig__attr_int(n, "axis", -1), &ax);
     if (xt < 0) return ig__lw_status(L);
     const ig_cu_tensor x = *ig__lw_T(L, xt);
-    if (!topk_dtype(x.dtype))
-        return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s inputs are not supported",
-                           ingot_dtype_name(x.dtype));
-    int32_t ax = x.rank ? ig__lw_norm_axis(ig__attr_int(n, "axis", -1), x.rank) : -1;
-    if (ax < 0 || ax >= x.rank) return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "axis out of range");
     int32_t ov = n->outputs[0] >= 0 ? n->outputs[0] : n->n_outputs > 1 ? n->outputs[1] : -1;
     if (ov < 0) return ig__lw_fail(L, id, INGOT_ERR_MODEL_INVALID, "no outputs");
     int64_t od[IG_MAX_RANK];

@@ -25,21 +25,6 @@ const char *ig__efile_kind_str(uint32_t kind, char *buf)
     return buf;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
-
 static bool pow2(uint64_t a) { return a && !(a & (a - 1)); }
 
 ingot_status ig__efile_emit(const ig_efile_sec *sections, int32_t n, ig_efile_sink sink, void *user, ig_err *err)
@@ -63,21 +48,21 @@ ingot_status ig__efile_emit(const ig_efile_sec *sections, int32_t n, ig_efile_si
     for (int32_t i = 0; i < n; i++) {
         const ig_efile_sec *s = &sections[i];
         uint8_t *e = t + (size_t)i * IG_EFILE_ENTRY;
-        put32(e, s->kind);
-        put32(e + 4, s->align);
-        put64(e + 8, off[i]);
-        put64(e + 16, s->size);
-        put32(e + 24, ig__crc32c(0, s->data, s->size));
+        ig__put_le32(e, s->kind);
+        ig__put_le32(e + 4, s->align);
+        ig__put_le64(e + 8, off[i]);
+        ig__put_le64(e + 16, s->size);
+        ig__put_le32(e + 24, ig__crc32c(0, s->data, s->size));
     }
     memcpy(head, IG_EFILE_MAGIC, 8);
-    put32(head + 8, IG_EFILE_VERSION);
-    put32(head + 12, IG_EFILE_HEADER);
-    put32(head + 16, (uint32_t)n);
-    put32(head + 20, IG_EFILE_ENTRY);
-    put64(head + 24, IG_EFILE_HEADER);
-    put64(head + 32, at);
-    put32(head + 40, ig__crc32c(0, t, table_bytes));
-    put32(head + 60, ig__crc32c(0, head, 60));
+    ig__put_le32(head + 8, IG_EFILE_VERSION);
+    ig__put_le32(head + 12, IG_EFILE_HEADER);
+    ig__put_le32(head + 16, (uint32_t)n);
+    ig__put_le32(head + 20, IG_EFILE_ENTRY);
+    ig__put_le64(head + 24, IG_EFILE_HEADER);
+    ig__put_le64(head + 32, at);
+    ig__put_le32(head + 40, ig__crc32c(0, t, table_bytes));
+    ig__put_le32(head + 60, ig__crc32c(0, head, 60));
     static const uint8_t zeros[4096];
     ingot_status st = sink(user, head, IG_EFILE_HEADER + table_bytes, err);
     uint64_t pos = IG_EFILE_HEADER + table_bytes;
@@ -145,15 +130,15 @@ ingot_status ig__efile_open(const void *data, size_t size, const uint32_t *skip_
             return bad(err, "no engine-file header (this looks like an ONNX model: build it with `ingot build`)");
         return bad(err, "no engine-file header (%zu bytes; an engine file starts with \"%s\")", size, IG_EFILE_MAGIC);
     }
-    uint32_t version = get32(h + 8);
+    uint32_t version = ig__get_le32(h + 8);
     if (version != IG_EFILE_VERSION)
         return ig__errf(err, INGOT_ERR_ENGINE_MISMATCH,
                         "engine file: format version %" PRIu32 ", this ingot reads version %u; rebuild the engine "
                         "from its ONNX model",
                         version, IG_EFILE_VERSION);
-    if (get32(h + 60) != ig__crc32c(0, h, 60)) return bad(err, "header checksum mismatch (the file is damaged)");
-    uint32_t hs = get32(h + 12), n = get32(h + 16), es = get32(h + 20);
-    uint64_t table = get64(h + 24), fsize = get64(h + 32);
+    if (ig__get_le32(h + 60) != ig__crc32c(0, h, 60)) return bad(err, "header checksum mismatch (the file is damaged)");
+    uint32_t hs = ig__get_le32(h + 12), n = ig__get_le32(h + 16), es = ig__get_le32(h + 20);
+    uint64_t table = ig__get_le64(h + 24), fsize = ig__get_le64(h + 32);
     if (hs != IG_EFILE_HEADER || es != IG_EFILE_ENTRY)
         return bad(err, "header size %" PRIu32 " / entry size %" PRIu32 ", expected %u / %u", hs, es, IG_EFILE_HEADER,
                    IG_EFILE_ENTRY);
@@ -165,14 +150,14 @@ ingot_status ig__efile_open(const void *data, size_t size, const uint32_t *skip_
     if (table < IG_EFILE_HEADER || table > size || tbytes > size - table)
         return bad(err, "section table at byte %" PRIu64 " (%" PRIu64 " bytes) lies outside the file", table, tbytes);
     const uint8_t *t = h + table;
-    if (get32(h + 40) != ig__crc32c(0, t, (size_t)tbytes))
+    if (ig__get_le32(h + 40) != ig__crc32c(0, t, (size_t)tbytes))
         return bad(err, "section table checksum mismatch (the file is damaged)");
     ef->version = version;
     ef->n_sections = (int32_t)n;
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *e = t + (size_t)i * IG_EFILE_ENTRY;
-        uint32_t kind = get32(e), align = get32(e + 4), crc = get32(e + 24);
-        uint64_t off = get64(e + 8), sz = get64(e + 16);
+        uint32_t kind = ig__get_le32(e), align = ig__get_le32(e + 4), crc = ig__get_le32(e + 24);
+        uint64_t off = ig__get_le64(e + 8), sz = ig__get_le64(e + 16);
         char k[5];
         ig__efile_kind_str(kind, k);
         if (!pow2(align) || align < 8 || off % align)
