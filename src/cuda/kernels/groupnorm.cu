@@ -5,7 +5,10 @@
  *  1. statistics per (n, channel, split): the elements shifted by the channel's first one (so that
  *     fp32 sums of squares do not cancel), summed per thread, then merged across the block with Chan's
  *     parallel formula into (count, mean, M2). NCHW reads each channel's contiguous run with a block;
- *     channels-last reads 32 channels x ty spatial rows per block (coalesced across channels);
+ *     channels-last reads channel vectors x spatial rows per block (coalesced across channels). Where
+ *     the channels (channels-last) or the rows (NCHW) split into 16-byte vectors and the pointers are
+ *     16-byte aligned, groupnorm_vec.cuh's kernels move 16 bytes a load; the scalar kernels here are
+ *     the fallback for other shapes;
  *  2. one warp per (n, group) merges its channels' and splits' states into (mean, 1/sqrt(var + eps));
  *  3. y = (x - mean) * rstd * scale[c] + bias[c] over rows of the memory order.
  *
@@ -171,36 +174,95 @@ __global__ void __launch_bounds__(GN_BLOCK) gn_apply(const ig_groupnorm_args a, 
     }
 }
 
+#include "groupnorm_vec.cuh"
+
+/* Elements per 16-byte vector. */
+static int gn_width(int32_t dtype) { return dtype == INGOT_DTYPE_FLOAT ? 4 : 8; }
+
+/* Channels-last 16-byte layout: tx = cv (a block covers whole pixels) or tiles of 32 vectors, whichever
+ * leaves fewer of the block's threads idle. */
+static int32_t gn_cols_tx(int64_t cv)
+{
+    if (cv > GN_BLOCK) return 32;
+    const double whole = (double)(cv * (GN_BLOCK / cv)) / GN_BLOCK, tiled = (double)cv / (32 * ((cv + 31) / 32));
+    return whole >= tiled ? (int32_t)cv : 32;
+}
+
 extern "C" size_t ingot_cuda_groupnorm_plan(ig_groupnorm_args *a)
 {
+    const int v = gn_width(a->dtype);
     a->split = 1;
     a->chunk = a->s;
-    const int64_t blocks = a->cl ? a->n * ((a->c + 31) / 32) : a->n * a->c, rows_per = a->cl ? 8 : GN_BLOCK;
+    a->tx = a->cl && a->c % v == 0 ? gn_cols_tx(a->c / v) : 0;
+    int64_t blocks, rows_per; /* stats blocks without a split; spatial elements a block reads per step */
+    if (a->tx) {
+        blocks = a->n * ((a->c / v + a->tx - 1) / a->tx);
+        rows_per = GN_BLOCK / a->tx;
+    } else if (a->cl) {
+        blocks = a->n * ((a->c + 31) / 32);
+        rows_per = 8;
+    } else {
+        blocks = a->n * a->c;
+        rows_per = a->s % v == 0 ? GN_BLOCK * v : GN_BLOCK;
+    }
     if (blocks > 0 && blocks * GN_BLOCK < GN_TARGET && a->s / rows_per > 16) {
         int64_t split = (GN_TARGET + blocks * GN_BLOCK - 1) / (blocks * GN_BLOCK), most = a->s / (rows_per * 8);
         split = split < most ? split : most;
         split = split < 1 ? 1 : split > 65535 ? 65535 : split;
         a->chunk = (a->s + split - 1) / split;
-        a->split = (int32_t)((a->s + a->chunk - 1) / a->chunk);
     }
+    a->chunk = (a->chunk + 7) / 8 * 8; /* whole vectors per split for the 16-byte NCHW path */
+    a->split = (int32_t)((a->s + a->chunk - 1) / a->chunk);
     /* partial states [n][c][split] (float4), then (mean, rstd) per (n, group) */
     return (size_t)(a->n * a->c * a->split) * 16 + (size_t)(a->n * a->groups) * 8;
+}
+
+static unsigned gn_cap(int64_t v, int64_t most) { return (unsigned)(v < 1 ? 1 : v < most ? v : most); }
+
+/* The three kernels for one storage type: 16-byte paths where the shape and the pointers allow. */
+template <int DT> static void gn_launch(const ig_groupnorm_args *a, cudaStream_t s)
+{
+    const int v = gn_width(DT);
+    const bool aligned = (((uintptr_t)a->x | (uintptr_t)a->y) & 15) == 0;
+    const bool cols_vec = a->cl && a->tx > 0 && aligned, rows_vec = !a->cl && a->s % v == 0 && aligned;
+    const int64_t tiles = a->tx > 0 ? (a->c / v + a->tx - 1) / a->tx : 0;
+    if (cols_vec)
+        gn_stats_cols_vec<DT><<<dim3((unsigned)(a->n * tiles), (unsigned)a->split), GN_BLOCK, 0, s>>>(*a);
+    else if (a->cl)
+        gn_stats_cols<<<dim3((unsigned)(a->n * ((a->c + 31) / 32)), (unsigned)a->split), GN_BLOCK, 0, s>>>(*a);
+    else if (rows_vec)
+        gn_stats_rows_vec<DT><<<dim3((unsigned)(a->n * a->c), (unsigned)a->split), GN_BLOCK, 0, s>>>(*a);
+    else
+        gn_stats_rows<<<dim3((unsigned)(a->n * a->c), (unsigned)a->split), GN_BLOCK, 0, s>>>(*a);
+    const int64_t ng = a->n * a->groups;
+    gn_finish<<<(unsigned)((ng + GN_BLOCK / 32 - 1) / (GN_BLOCK / 32)), GN_BLOCK, 0, s>>>(*a);
+    if (cols_vec && a->s * a->c < ((int64_t)1 << 31) && a->n <= 65535) {
+        /* about 8 vectors a thread: the per-channel constants are computed once per thread */
+        const int64_t ty = GN_BLOCK / a->tx;
+        gn_apply_cols_vec<DT>
+            <<<dim3((unsigned)tiles, gn_cap((a->s + ty * GN_UNROLL * 2 - 1) / (ty * GN_UNROLL * 2), 65535),
+                    (unsigned)a->n),
+               GN_BLOCK, 0, s>>>(*a);
+        return;
+    }
+    const int64_t len = a->cl ? a->c : rows_vec ? a->s / v : a->s, rows = a->cl ? a->n * a->s : a->n * a->c;
+    int tx = 1;
+    while (tx < len && tx < GN_BLOCK) tx <<= 1;
+    const dim3 grid(gn_cap((len + tx - 1) / tx, 1024), gn_cap((rows + GN_BLOCK / tx - 1) / (GN_BLOCK / tx), 65535));
+    if (rows_vec)
+        gn_apply_rows_vec<DT><<<grid, GN_BLOCK, 0, s>>>(*a, tx);
+    else
+        gn_apply<<<grid, GN_BLOCK, 0, s>>>(*a, tx);
 }
 
 extern "C" cudaError_t ingot_cuda_groupnorm(const ig_groupnorm_args *a, cudaStream_t s)
 {
     if (a->n <= 0 || a->c <= 0 || a->s <= 0) return cudaSuccess;
     if (a->groups <= 0 || a->c % a->groups || !a->part || !a->stats) return cudaErrorInvalidValue;
-    if (a->cl)
-        gn_stats_cols<<<dim3((unsigned)(a->n * ((a->c + 31) / 32)), (unsigned)a->split), GN_BLOCK, 0, s>>>(*a);
-    else
-        gn_stats_rows<<<dim3((unsigned)(a->n * a->c), (unsigned)a->split), GN_BLOCK, 0, s>>>(*a);
-    const int64_t ng = a->n * a->groups;
-    gn_finish<<<(unsigned)((ng + GN_BLOCK / 32 - 1) / (GN_BLOCK / 32)), GN_BLOCK, 0, s>>>(*a);
-    const int64_t len = a->cl ? a->c : a->s, rows = a->cl ? a->n * a->s : a->n * a->c;
-    int tx = 1;
-    while (tx < len && tx < GN_BLOCK) tx <<= 1;
-    const int64_t gx = (len + tx - 1) / tx, gy = (rows + GN_BLOCK / tx - 1) / (GN_BLOCK / tx);
-    gn_apply<<<dim3((unsigned)(gx < 1024 ? gx : 1024), (unsigned)(gy < 65535 ? gy : 65535)), GN_BLOCK, 0, s>>>(*a, tx);
+    switch (a->dtype) {
+    case INGOT_DTYPE_FLOAT16: gn_launch<INGOT_DTYPE_FLOAT16>(a, s); break;
+    case INGOT_DTYPE_BFLOAT16: gn_launch<INGOT_DTYPE_BFLOAT16>(a, s); break;
+    default: gn_launch<INGOT_DTYPE_FLOAT>(a, s); break;
+    }
     return cudaGetLastError();
 }

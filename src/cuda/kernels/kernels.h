@@ -395,7 +395,8 @@ typedef struct ig_groupnorm_args {
     float eps;
     int32_t per_group; /* GroupNormalization before opset 21: scale and bias have one value per group */
     int32_t split;     /* filled by the plan: blocks sharing one channel's statistics */
-    int64_t chunk;
+    int64_t chunk;     /* spatial elements per split (a multiple of 8) */
+    int32_t tx;        /* filled by the plan: channels-last 16-byte path's threads across channel vectors, 0: none */
 } ig_groupnorm_args;
 /* The split; returns the bytes of part (the statistics at offset n * c * split * 16). Host only. */
 size_t ingot_cuda_groupnorm_plan(ig_groupnorm_args *a);
