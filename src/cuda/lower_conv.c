@@ -569,6 +569,8 @@ ingot_status ig__lw_pool(ig_lower *L, int32_t id)
     p->sw = (int32_t)st[w];
     p->ph = h >= 0 ? (int32_t)pb[0] : 0;
     p->pw = (int32_t)pb[w];
+    p->eh = h >= 0 ? (int32_t)pe[0] : 0;
+    p->ew = (int32_t)pe[w];
     p->dh = h >= 0 ? (int32_t)dl[0] : 1;
     p->dw = (int32_t)dl[w];
     s->u.pool.x = xt;

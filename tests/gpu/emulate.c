@@ -428,8 +428,8 @@ static void emulate_pool(const ig_pool_args *a)
                                     ld(a->x, n * a->xs[0] + c * a->xs[1] + ih * a->xs[2] + iw * a->xs[3], a->dtype);
                                 acc = a->is_max ? fmax(acc, v) : acc + v;
                                 cnt++;
-                            } else if (!a->is_max && a->count_include_pad && ih >= -a->ph && ih < a->h + a->ph &&
-                                       iw >= -a->pw && iw < a->w + a->pw) {
+                            } else if (!a->is_max && a->count_include_pad && ih >= -a->ph && ih < a->h + a->eh &&
+                                       iw >= -a->pw && iw < a->w + a->ew) {
                                 cnt++;
                             }
                         }

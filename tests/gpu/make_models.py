@@ -585,6 +585,98 @@ def case_dwconv_more():
     return g.model([inp], [out_info(["batch", 8, 5, 5])]), {"input": (2, c, 20, 20)}
 
 
+# ---- pooling and depthwise convolution over every layout the kernels vectorise ----------------------
+
+POOLS = (  # (op, attrs): the common windows, and the odd ones (dilation, count_include_pad, ceil_mode)
+    ("MaxPool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])),                                # inception
+    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),                # ResNet stem
+    ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)),
+    ("MaxPool", dict(kernel_shape=[3, 3], pads=[2, 2, 2, 2], dilations=[2, 2])),
+    ("MaxPool", dict(kernel_shape=[5, 5], pads=[2, 2, 2, 2])),                                # YOLO SPPF
+    ("AveragePool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0)),       # poolformer
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)),
+    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1], count_include_pad=1,
+                         ceil_mode=1)),  # the padding counted is the end's (1), not the begin's (0)
+)
+
+
+def case_pool_layouts(c, h, w):
+    """Each of POOLS over the input as given (NCHW) and over a 1x1 convolution's output (channels-last
+    on the GPU): C = c channels picks the vector width (8, 4, 2 or 1 elements), odd sizes end the strips
+    of the NCHW kernel part-way."""
+    g = G()
+    xs = ["input", conv_bn(g, "input", c, c, 1, bias=True, bn=False)]
+    outs = [g.op(op, [x], **attrs) for x in xs for op, attrs in POOLS]
+    name_outputs(g, outs)
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", c, h, w])
+    m = g.model([inp], [out_info(["batch", c, f"h{i}", f"w{i}"], f"out{i}") for i in range(len(outs))])
+    return m, {"input": (2, c, h, w)}
+
+
+def case_inception_block():
+    """torchvision GoogLeNet's inception block: four branches concatenated; the next block's MaxPool
+    3x3 stride 1 branch reads that Concat's output (googlenet spends 40% of its time in such pools)."""
+    g = G()
+
+    def cbr(x, cin, cout, k):
+        return g.op("Relu", [conv_bn(g, x, cin, cout, k)])
+
+    def inception(x, cin, c1, c3r, c3, c5r, c5, cp):
+        b1 = cbr(x, cin, c1, 1)
+        b2 = cbr(cbr(x, cin, c3r, 1), c3r, c3, 3)
+        b3 = cbr(cbr(x, cin, c5r, 1), c5r, c5, 3)
+        b4 = cbr(g.op("MaxPool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], ceil_mode=1), cin, cp, 1)
+        return g.op("Concat", [b1, b2, b3, b4], axis=1), c1 + c3 + c5 + cp
+
+    x = cbr("input", 3, 24, 3)
+    x, c = inception(x, 24, 8, 6, 12, 4, 6, 6)     # 32 channels
+    x, c = inception(x, c, 10, 8, 12, 4, 6, 8)     # 36 channels: C % 8 != 0
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    x, c = inception(x, c, 8, 8, 16, 4, 8, 8)      # 40 channels
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 15, 15])
+    return g.model([inp], [out_info(["batch", c, 7, 7])]), {"input": (2, 3, 15, 15)}
+
+
+def case_poolformer_block(c=36):
+    """timm poolformer's token mixer, x + ls * (AvgPool3x3(n) - n), n = GroupNorm(1 group) of x as torch
+    exports it (Reshape to [B, 1, -1], InstanceNormalization, Reshape back, Mul, Add), over a patch
+    embedding's channels-last output, then its MLP."""
+    g = G()
+    x = conv_bn(g, "input", 3, c, 3, stride=2, bias=True, bn=False)  # [B, c, 10, 10]
+    n = g.op("Reshape", [x, g.w(np.array([0, 1, -1], np.int64))])
+    n = g.op("InstanceNormalization", [n, g.w(np.ones(1, np.float32)), g.w(np.zeros(1, np.float32))], epsilon=1e-5)
+    n = g.op("Reshape", [n, g.op("Shape", [x])])
+    n = g.op("Add", [g.op("Mul", [n, g.w(1 + 0.2 * randw(c, 1, 1, scale=1))]), g.w(0.1 * randw(c, 1, 1, scale=1))])
+    t = g.op("Sub", [g.op("AveragePool", [n], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0), n])
+    x = g.op("Add", [x, g.op("Mul", [t, g.w(0.5 + randw(c, 1, 1, scale=0.2))])])
+    y = g.op("Relu", [conv_bn(g, x, c, 2 * c, 1, bias=True, bn=False)])
+    g.op("Add", [x, conv_bn(g, y, 2 * c, c, 1, bias=True, bn=False)])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 20, 20])
+    return g.model([inp], [out_info(["batch", c, 10, 10])]), {"input": (2, 3, 20, 20)}
+
+
+def case_dwconv_layouts():
+    """Depthwise 3x3 and 5x5 convolutions at stride 1 and 2 on ghostnet's channel counts (36, 60, 100:
+    C % 8 == 4; 6: C % 4 == 2; 7: odd), channels-last, some ghost modules' cheap operation writing into
+    its Concat (the output view starts part-way into a pixel: 8-byte, not 16-byte, aligned)."""
+    g = G()
+    outs, shapes = [], []
+    for c, k, s, act in ((36, 3, 1, "Relu"), (60, 3, 2, None), (100, 5, 1, None), (6, 5, 2, "Relu"),
+                         (7, 3, 1, None), (36, 5, 2, None), (60, 5, 1, "Relu"), (100, 3, 2, None)):
+        x = g.op("Relu", [conv_bn(g, "input", 8, c, 1)])                 # primary conv, channels-last
+        y = conv_bn(g, x, c, c, k, stride=s, group=c)                    # cheap operation
+        y = g.op(act, [y]) if act else y
+        if s == 1:  # a ghost module: [primary, cheap] concatenated, the cheap half written in place
+            y = g.op("Concat", [x, y], axis=1)
+        outs.append(y)
+        shapes.append(["batch", c * (2 if s == 1 else 1), (13 - 1) // s + 1, (13 - 1) // s + 1])
+    name_outputs(g, outs)
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 8, 13, 13])
+    return g.model([inp], [out_info(sh, f"out{i}") for i, sh in enumerate(shapes)]), {"input": (2, 8, 13, 13)}
+
+
 def case_softmax_axes():
     """Softmax over a middle axis: CoaT's factorized attention over the 700 tokens of [B, 4, 700, 8] (few
     long lines: one block per line group), and LogSoftmax over axis 1 of the same tensor (many short
@@ -1004,6 +1096,15 @@ CASES = {
     "softmax_axes": case_softmax_axes,
     "masked_softmax_rank5": case_masked_softmax_rank5,
     "dwconv_more": case_dwconv_more,
+    "pool_c36": lambda: case_pool_layouts(36, 14, 13),
+    "pool_c60": lambda: case_pool_layouts(60, 9, 11),
+    "pool_c6": lambda: case_pool_layouts(6, 11, 10),
+    "pool_c16": lambda: case_pool_layouts(16, 9, 9),
+    "pool_c5": lambda: case_pool_layouts(5, 7, 12),
+    "inception_block": case_inception_block,
+    "poolformer_block": case_poolformer_block,
+    "poolformer_block_c64": lambda: case_poolformer_block(64),
+    "dwconv_layouts": case_dwconv_layouts,
     "resize": case_resize,
     "upsample": case_upsample,
     "instance_norm": case_instance_norm,

@@ -46,6 +46,41 @@ static void dump(const ig_cu_prog *p)
             printf("  m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d epi=%d bias=%d c=%d", (long long)g->m,
                    (long long)g->n, (long long)g->k, (long long)g->batch, g->a_trans, g->b_trans, g->epi, g->bias >= 0,
                    g->c >= 0);
+        } else if (s->kind == IG_ST_POOL || s->kind == IG_ST_DWCONV) {
+            /* strides and the kernel the launcher picks, pointers at the tensors' offsets in their buffers
+             * (buffers are 256-byte aligned): what sets the vector width */
+            bool pool = s->kind == IG_ST_POOL;
+            const ig_cu_tensor *x = &p->tensors[pool ? s->u.pool.x : s->u.dw.x];
+            const ig_cu_tensor *y = &p->tensors[pool ? s->u.pool.y : s->u.dw.y];
+            size_t es = x->dtype == INGOT_DTYPE_FLOAT ? 4 : 2;
+            void *xp = (void *)(uintptr_t)(256 + x->offset * es), *yp = (void *)(uintptr_t)(256 + y->offset * es);
+            char how[64];
+            const int64_t *xs, *ys;
+            if (pool) {
+                ig_pool_args a = s->u.pool.args;
+                a.x = xp;
+                a.y = yp;
+                ingot_cuda_pool_describe(&a, how, sizeof how);
+                xs = s->u.pool.args.xs;
+                ys = s->u.pool.args.ys;
+                printf("  %s [%lld,%lld,%lld,%lld] k%dx%d s%d", a.is_max ? "max" : "avg", (long long)a.n,
+                       (long long)a.c, (long long)a.h, (long long)a.w, a.kh, a.kw, a.sh);
+            } else {
+                ig_dwconv_args a = s->u.dw.args;
+                a.x = xp;
+                a.y = yp;
+                a.filt = (const void *)(uintptr_t)(256 + p->tensors[s->u.dw.w].offset * es);
+                a.b = s->u.dw.b >= 0 ? (const void *)(uintptr_t)(256 + p->tensors[s->u.dw.b].offset * es) : NULL;
+                ingot_cuda_dwconv_describe(&a, how, sizeof how);
+                xs = s->u.dw.args.xs;
+                ys = s->u.dw.args.ys;
+                printf("  [%lld,%lld,%lld,%lld] k%dx%d s%d", (long long)a.n, (long long)a.c, (long long)a.h,
+                       (long long)a.w, a.kh, a.kw, a.sh);
+            }
+            printf(" xs=[%lld,%lld,%lld,%lld]+%lld ys=[%lld,%lld,%lld,%lld]+%lld %s: %s", (long long)xs[0],
+                   (long long)xs[1], (long long)xs[2], (long long)xs[3], (long long)x->offset, (long long)ys[0],
+                   (long long)ys[1], (long long)ys[2], (long long)ys[3], (long long)y->offset,
+                   ingot_dtype_name(x->dtype), how);
         } else if (s->kind == IG_ST_CONV) {
             printf("  relu=%d bias=%d z=%d group=%d%s", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
                    s->u.conv.group, s->u.conv.transpose ? " transpose" : "");
@@ -198,8 +233,8 @@ static int check_case(const char *dir)
                     }
                     double rel = sqrt(d2 / (b2 > 0 ? b2 : 1)), cos = ab / sqrt(a2 * b2 > 0 ? a2 * b2 : 1);
                     bool ok = prec ? cos >= 0.999 && rel == rel : rel <= 1e-4;
-                    printf("%s %s %s %s: %s rel err %.3g, cosine %.6f, max abs err %.3g\n", ok ? "PASS" : "FAIL", dir,
-                           on, pn, kinds, rel, cos, maxe);
+                    printf("%s %s %s %s: %s output %d rel err %.3g, cosine %.6f, max abs err %.3g\n",
+                           ok ? "PASS" : "FAIL", dir, on, pn, kinds, (int)j, rel, cos, maxe);
                     if (!ok) fails++;
                 }
             }

@@ -238,14 +238,17 @@ typedef struct ig_pool_args {
     int32_t is_max;
     int32_t count_include_pad;
     int64_t n, c, h, w, oh, ow;
-    int64_t xs[4], ys[4]; /* strides of x and y for (n, c, h, w) */
-    int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t xs[4], ys[4];                   /* strides of x and y for (n, c, h, w) */
+    int32_t kh, kw, sh, sw, ph, pw, dh, dw; /* ph, pw: the pads at the beginning */
+    int32_t eh, ew;                         /* the pads at the end: count_include_pad counts up to them */
 } ig_pool_args;
 cudaError_t ingot_cuda_pool(const ig_pool_args *a, cudaStream_t s);
+/* The kernel ingot_cuda_pool would launch for a (its pointers' alignment included), in words. */
+void ingot_cuda_pool_describe(const ig_pool_args *a, char *buf, size_t n);
 
 /* ---- depthwise 2-D convolution (group == channels), bias and activation fused:
  * y[n,c,oh,ow] = act(sum_{r,s} x[n,c,ih,iw] * w[r][s][c] + b[c]); x and y through strides (NHWC runs
- * vectorised, 8 channels per thread). */
+ * vectorised: 8, 4 or 2 channels per thread). */
 enum ig_act { IG_ACT_NONE = 0, IG_ACT_RELU = 1, IG_ACT_CLIP = 2 };
 typedef struct ig_dwconv_args {
     const void *x, *filt, *b; /* filt [kh][kw][C]; b may be NULL */
@@ -258,6 +261,7 @@ typedef struct ig_dwconv_args {
     int32_t kh, kw, sh, sw, ph, pw, dh, dw;
 } ig_dwconv_args;
 cudaError_t ingot_cuda_dwconv(const ig_dwconv_args *a, cudaStream_t s);
+void ingot_cuda_dwconv_describe(const ig_dwconv_args *a, char *buf, size_t n);
 
 /* ---- Gather along one axis: y[o, j, i] = x[o, idx[j], i]; x contiguous [outer, axis_dim, inner] ---- */
 typedef struct ig_gather_args {

@@ -1,6 +1,7 @@
 /*
- * movement.cu -- kernels that move data by index rather than elementwise: Gather and 2-D pooling.
- * (Transposes, slices, concatenation and broadcasts are strided views copied by elementwise.cu.)
+ * movement.cu -- kernels that move data by index rather than elementwise: Gather, 2-D pooling and
+ * depthwise convolution. (Transposes, slices, concatenation and broadcasts are strided views copied by
+ * elementwise.cu.)
  */
 #include "kernels.h"
 #include "ingot.h"
@@ -8,8 +9,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <float.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define MOVE_BLOCK 256
 
@@ -56,151 +59,306 @@ extern "C" cudaError_t ingot_cuda_gather(const ig_gather_args *a, cudaStream_t s
     return cudaGetLastError();
 }
 
+/* ---- shared by pooling and depthwise convolution ------------------------------------------------- */
+/* The thread bodies are __host__ __device__ so that tests/gpu/test_movement_host.cu can run each thread
+ * on the host, against a reference, without a GPU. */
+
+#define IG_HD __host__ __device__ __forceinline__
+#ifndef IG_VEC_ALIGNED /* the host test counts the vector accesses not aligned to their size */
+#define IG_VEC_ALIGNED(p, bytes)
+#endif
+
+IG_HD float to_f(float v) { return v; }
+IG_HD float to_f(__half v) { return __half2float(v); }
+IG_HD float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> IG_HD T from_f(float v);
+template <> IG_HD float from_f<float>(float v) { return v; }
+template <> IG_HD __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> IG_HD __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <int B> struct vbytes;
+template <> struct vbytes<16> {
+    typedef uint4 t;
+};
+template <> struct vbytes<8> {
+    typedef uint2 t;
+};
+template <> struct vbytes<4> {
+    typedef uint32_t t;
+};
+template <> struct vbytes<2> {
+    typedef uint16_t t;
+};
+
+/* V neighbouring elements at p as floats, in one access of V * sizeof(T) bytes (p aligned to that);
+ * memcpy rather than a pointer cast: the host compiler's aliasing rules, registers either way. */
+template <typename T, int V> IG_HD void vload(const T *p, float (&o)[V])
+{
+    typedef typename vbytes<V * sizeof(T)>::t U;
+    IG_VEC_ALIGNED(p, sizeof(U));
+    const U u = *(const U *)p;
+    T e[V];
+    memcpy(e, &u, sizeof u);
+#pragma unroll
+    for (int k = 0; k < V; k++) o[k] = to_f(e[k]);
+}
+
+template <typename T, int V> IG_HD void vstore(T *p, const float (&v)[V])
+{
+    typedef typename vbytes<V * sizeof(T)>::t U;
+    T e[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) e[k] = from_f<T>(v[k]);
+    U u;
+    memcpy(&u, e, sizeof u);
+    IG_VEC_ALIGNED(p, sizeof(U));
+    *(U *)p = u;
+}
+
+/* The widest vector of channels, at most vmax elements, every access of a step can take: channels
+ * innermost in x and y, C and the strides of the other dims (those longer than 1) multiples of it, and
+ * each pointer (NULL passes) aligned to its bytes. 1 otherwise. */
+static int vec_width(int vmax, int esize, int64_t c, const int64_t xd[4], const int64_t xs[4], const int64_t yd[4],
+                     const int64_t ys[4], const void *p0, const void *p1, const void *p2, const void *p3)
+{
+    if (xs[1] != 1 || ys[1] != 1) return 1;
+    for (int v = vmax; v > 1; v /= 2) {
+        bool ok = c % v == 0;
+        for (int k = 0; k < 4; k++)
+            if (k != 1) ok = ok && (xd[k] == 1 || xs[k] % v == 0) && (yd[k] == 1 || ys[k] % v == 0);
+        const uintptr_t al = (uintptr_t)p0 | (uintptr_t)p1 | (uintptr_t)p2 | (uintptr_t)p3;
+        if (ok && al % (uintptr_t)(v * esize) == 0) return v;
+    }
+    return 1;
+}
+
+/* Farthest element from the base a view of dims d and strides s reaches. */
+static int64_t reach(const int64_t d[4], const int64_t s[4])
+{
+    int64_t r = 0;
+    for (int k = 0; k < 4; k++) r += (d[k] - 1) * (s[k] < 0 ? -s[k] : s[k]);
+    return r;
+}
+
+/* 32-bit index math (a 64-bit division costs ~70 instructions) when every offset and thread number fits,
+ * with room for a block past the last thread and a vector past the last offset. */
+static bool fits_i32(int64_t threads, int64_t r0, int64_t r1, int64_t r2)
+{
+    const int64_t lim = INT32_MAX - 4096;
+    return threads < lim && r0 < lim && r1 < lim && r2 < lim;
+}
+
+static int esize_of(int32_t dtype) { return dtype == INGOT_DTYPE_FLOAT ? 4 : 2; }
+
 /* ---- pooling ------------------------------------------------------------------------------------- */
 
-__device__ __forceinline__ float pld(const void *p, int64_t i, int dt)
+/* max keeps a NaN once seen (v != v), as the CPU backend does */
+IG_HD float pool_add(int is_max, float acc, float v) { return is_max ? (v > acc || v != v ? v : acc) : acc + v; }
+
+/* Taps start + k * d (k < kk) of a window along one axis that fall in [lo, hi). */
+IG_HD int taps_in(int start, int kk, int d, int lo, int hi)
 {
-    switch (dt) {
-    case INGOT_DTYPE_FLOAT16: return __half2float(((const __half *)p)[i]);
-    case INGOT_DTYPE_BFLOAT16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    default: return ((const float *)p)[i];
-    }
+    int n = 0;
+    for (int k = 0; k < kk; k++) n += start + k * d >= lo && start + k * d < hi;
+    return n;
 }
 
-__device__ __forceinline__ void pst(void *p, int64_t i, int dt, float v)
+/* An average's divisor: the window's taps inside the input, or with count_include_pad inside the padded
+ * input (a window past the end pad, with ceil_mode, counts only up to it). The window is a grid, so
+ * that is rows x columns. */
+IG_HD int pool_count(const ig_pool_args &a, int h0, int w0)
 {
-    switch (dt) {
-    case INGOT_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half_rn(v); break;
-    case INGOT_DTYPE_BFLOAT16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
-    default: ((float *)p)[i] = v; break;
-    }
+    const bool pad = a.count_include_pad;
+    return taps_in(h0, a.kh, a.dh, pad ? -a.ph : 0, (int)a.h + (pad ? a.eh : 0)) *
+           taps_in(w0, a.kw, a.dw, pad ? -a.pw : 0, (int)a.w + (pad ? a.ew : 0));
 }
 
-/* Channels-last fp16 with C % 8 == 0: one thread per 8 channels of one output pixel, 16-byte loads. */
-__global__ void pool_nhwc8_kernel(const ig_pool_args a)
+IG_HD float pool_out(const ig_pool_args &a, float acc, int h0, int w0)
 {
-    const int64_t c8n = a.c / 8;
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= a.n * a.oh * a.ow * c8n) return;
-    int64_t r = t;
-    const int64_t c8 = r % c8n;
-    r /= c8n;
-    const int64_t ow = r % a.ow;
-    r /= a.ow;
-    const int64_t oh = r % a.oh;
-    const int64_t n = r / a.oh;
-    float acc[8];
+    if (a.is_max) return acc;
+    const int n = pool_count(a, h0, w0);
+    return n ? acc / (float)n : 0.f;
+}
+
+/* y channels-last: a thread takes V channels of one output pixel (V-element vector loads and stores, V
+ * from the strides and the pointers' alignment); neighbouring threads take neighbouring channels. V = 1
+ * serves any layout. */
+template <typename T, int V, typename I> IG_HD void pool_cl(const ig_pool_args &a, I t)
+{
+    const I cv = (I)a.c / V;
+    I r = t;
+    const I c = r % cv * V;
+    r /= cv;
+    const int ow = (int)(r % (I)a.ow);
+    r /= (I)a.ow;
+    const int oh = (int)(r % (I)a.oh);
+    const I n = r / (I)a.oh;
+    const int h0 = oh * a.sh - a.ph, w0 = ow * a.sw - a.pw;
+    const T *x = (const T *)a.x + n * (I)a.xs[0] + c * (I)a.xs[1];
+    float acc[V];
 #pragma unroll
-    for (int j = 0; j < 8; j++) acc[j] = a.is_max ? -INFINITY : 0.f;
-    int count = 0;
-    const __half *x = (const __half *)a.x + n * a.xs[0] + c8 * 8;
+    for (int k = 0; k < V; k++) acc[k] = a.is_max ? -INFINITY : 0.f;
     for (int i = 0; i < a.kh; i++) {
-        const int64_t ih = oh * a.sh - a.ph + (int64_t)i * a.dh;
+        const int ih = h0 + i * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
         for (int j = 0; j < a.kw; j++) {
-            const int64_t iw = ow * a.sw - a.pw + (int64_t)j * a.dw;
-            if (ih >= 0 && ih < a.h && iw >= 0 && iw < a.w) {
-                uint4 u = *(const uint4 *)(x + ih * a.xs[2] + iw * a.xs[3]);
-                const __half2 *h2 = (const __half2 *)&u;
+            const int iw = w0 + j * a.dw;
+            if (iw < 0 || iw >= a.w) continue;
+            float v[V];
+            vload<T, V>(x + ih * (I)a.xs[2] + iw * (I)a.xs[3], v);
 #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    float2 f = __half22float2(h2[q]);
-                    if (a.is_max) {
-                        acc[2 * q] = (f.x > acc[2 * q] || f.x != f.x) ? f.x : acc[2 * q];
-                        acc[2 * q + 1] = (f.y > acc[2 * q + 1] || f.y != f.y) ? f.y : acc[2 * q + 1];
-                    } else {
-                        acc[2 * q] += f.x;
-                        acc[2 * q + 1] += f.y;
-                    }
-                }
-                count++;
-            } else if (!a.is_max && a.count_include_pad && ih >= -a.ph && ih < a.h + a.ph && iw >= -a.pw &&
-                       iw < a.w + a.pw) {
-                count++;
-            }
+            for (int k = 0; k < V; k++) acc[k] = pool_add(a.is_max, acc[k], v[k]);
         }
     }
-    uint32_t w[4];
 #pragma unroll
-    for (int q = 0; q < 4; q++) {
-        float o0 = a.is_max ? acc[2 * q] : (count ? acc[2 * q] / count : 0.f);
-        float o1 = a.is_max ? acc[2 * q + 1] : (count ? acc[2 * q + 1] / count : 0.f);
-        __half2 h = __floats2half2_rn(o0, o1);
-        w[q] = *(uint32_t *)&h;
+    for (int k = 0; k < V; k++) acc[k] = pool_out(a, acc[k], h0, w0);
+    vstore<T, V>((T *)a.y + n * (I)a.ys[0] + c * (I)a.ys[1] + oh * (I)a.ys[2] + ow * (I)a.ys[3], acc);
+}
+
+/* y not channels-last (NCHW): a thread takes a strip of TW neighbouring output pixels of one row,
+ * neighbouring threads neighbouring strips. With TW > 1 (stride S along W, no dilation) each input
+ * column of the strip is loaded once and given to every pixel whose window holds it: a 3x3 stride-1
+ * window loads 6 columns a row for 4 pixels where one pixel a thread loads 12. TW = 1 (S = 0: the
+ * stride from the arguments) takes any stride and dilation. */
+template <typename T, int S, int TW, typename I> IG_HD void pool_rows(const ig_pool_args &a, I t)
+{
+    const I owt = ((I)a.ow + TW - 1) / TW;
+    I r = t;
+    const int ow0 = (int)(r % owt) * TW;
+    r /= owt;
+    const int oh = (int)(r % (I)a.oh);
+    r /= (I)a.oh;
+    const I c = r % (I)a.c, n = r / (I)a.c;
+    const int sw = S ? S : a.sw;
+    const int h0 = oh * a.sh - a.ph, w0 = ow0 * sw - a.pw;
+    const T *x = (const T *)a.x + n * (I)a.xs[0] + c * (I)a.xs[1];
+    const I xw = (I)a.xs[3];
+    float acc[TW];
+#pragma unroll
+    for (int p = 0; p < TW; p++) acc[p] = a.is_max ? -INFINITY : 0.f;
+    for (int i = 0; i < a.kh; i++) {
+        const int ih = h0 + i * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
+        const T *row = x + ih * (I)a.xs[2];
+        if constexpr (TW == 1) {
+            for (int j = 0; j < a.kw; j++) {
+                const int iw = w0 + j * a.dw;
+                if (iw >= 0 && iw < a.w) acc[0] = pool_add(a.is_max, acc[0], to_f(row[iw * xw]));
+            }
+            continue;
+        }
+        const int ncol = (TW - 1) * S + a.kw;
+        for (int col = 0; col < ncol; col++) {
+            const int iw = w0 + col;
+            if (iw < 0 || iw >= a.w) continue;
+            const float v = to_f(row[iw * xw]);
+#pragma unroll
+            for (int p = 0; p < TW; p++) /* pixel p's tap col - p * S, when that is one */
+                if (col - p * S >= 0 && col - p * S < a.kw) acc[p] = pool_add(a.is_max, acc[p], v);
+        }
     }
-    *(uint4 *)((__half *)a.y + n * a.ys[0] + oh * a.ys[2] + ow * a.ys[3] + c8 * 8) = make_uint4(w[0], w[1], w[2], w[3]);
+    T *y = (T *)a.y + n * (I)a.ys[0] + c * (I)a.ys[1] + oh * (I)a.ys[2];
+#pragma unroll
+    for (int p = 0; p < TW; p++) {
+        const int ow = ow0 + p;
+        if (ow >= a.ow) break;
+        y[ow * (I)a.ys[3]] = from_f<T>(pool_out(a, acc[p], h0, ow * sw - a.pw));
+    }
 }
 
-static bool nhwc8(int32_t dtype, int64_t c, const int64_t *xs, const int64_t *ys, const void *x, const void *y)
+template <typename T, int V, typename I> __global__ void pool_cl_kernel(const ig_pool_args a, I threads)
 {
-    if (dtype != INGOT_DTYPE_FLOAT16 || c % 8 || xs[1] != 1 || ys[1] != 1) return false;
-    for (int k = 0; k < 4; k++)
-        if (k != 1 && (xs[k] % 8 || ys[k] % 8)) return false;
-    return ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0;
+    const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < threads) pool_cl<T, V, I>(a, t);
 }
 
-/* One thread per output element. Threads are numbered so that neighbours write neighbouring bytes:
- * channel fastest when y is channels-last (NHWC), width fastest otherwise. */
-__global__ void pool_kernel(const ig_pool_args a, int channels_last)
+template <typename T, int S, int TW, typename I> __global__ void pool_rows_kernel(const ig_pool_args a, I threads)
 {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t total = a.n * a.c * a.oh * a.ow;
-    if (t >= total) return;
-    int64_t n, c, oh, ow, r = t;
-    if (channels_last) {
-        c = r % a.c;
-        r /= a.c;
-        ow = r % a.ow;
-        r /= a.ow;
-        oh = r % a.oh;
-        n = r / a.oh;
+    const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < threads) pool_rows<T, S, TW, I>(a, t);
+}
+
+/* What ingot_cuda_pool launches: channels-last with V channels a thread, or rows with strips of TW
+ * pixels at stride S; 32- or 64-bit indices. */
+struct pool_plan {
+    bool cl, i32;
+    int v, s, tw;
+    int64_t threads;
+};
+
+static pool_plan plan_pool(const ig_pool_args *a)
+{
+    pool_plan p = {};
+    const int es = esize_of(a->dtype);
+    const int64_t xd[4] = {a->n, a->c, a->h, a->w}, yd[4] = {a->n, a->c, a->oh, a->ow};
+    p.cl = a->ys[1] == 1 && a->c > 1;
+    if (p.cl) {
+        p.v = vec_width(16 / es, es, a->c, xd, a->xs, yd, a->ys, a->x, a->y, NULL, NULL);
+        p.threads = a->n * a->oh * a->ow * (a->c / p.v);
     } else {
-        ow = r % a.ow;
-        r /= a.ow;
-        oh = r % a.oh;
-        r /= a.oh;
-        c = r % a.c;
-        n = r / a.c;
+        p.s = a->dw == 1 && (a->sw == 1 || a->sw == 2) && a->ow > 1 ? a->sw : 0;
+        p.tw = p.s ? 4 : 1;
+        p.threads = a->n * a->c * a->oh * ((a->ow + p.tw - 1) / p.tw);
     }
-    const int64_t xb = n * a.xs[0] + c * a.xs[1];
-    float acc = a.is_max ? -INFINITY : 0.f;
-    int count = 0;
-    for (int i = 0; i < a.kh; i++) {
-        const int64_t ih = oh * a.sh - a.ph + (int64_t)i * a.dh;
-        for (int j = 0; j < a.kw; j++) {
-            const int64_t iw = ow * a.sw - a.pw + (int64_t)j * a.dw;
-            const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
-            if (inside) {
-                float v = pld(a.x, xb + ih * a.xs[2] + iw * a.xs[3], a.dtype);
-                if (a.is_max)
-                    acc = (v > acc || v != v) ? v : acc;
-                else
-                    acc += v;
-                count++;
-            } else if (!a.is_max && a.count_include_pad) {
-                /* padding counts only where the window lies within the padded input */
-                if (ih >= -a.ph && ih < a.h + a.ph && iw >= -a.pw && iw < a.w + a.pw) count++;
-            }
+    p.i32 = fits_i32(p.threads, reach(xd, a->xs), reach(yd, a->ys), 0);
+    return p;
+}
+
+template <typename T, typename I> static void launch_pool(const ig_pool_args *a, const pool_plan &p, cudaStream_t s)
+{
+    const unsigned blocks = (unsigned)((p.threads + MOVE_BLOCK - 1) / MOVE_BLOCK);
+    const I n = (I)p.threads;
+    if (p.cl) {
+        switch (p.v) {
+        case 8: /* 2-byte types only (vec_width gives fp32 at most 4) */
+            if constexpr (sizeof(T) == 2) pool_cl_kernel<T, 8, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
+            break;
+        case 4: pool_cl_kernel<T, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+        case 2: pool_cl_kernel<T, 2, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+        default: pool_cl_kernel<T, 1, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
         }
+    } else if (p.s == 1) {
+        pool_rows_kernel<T, 1, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
+    } else if (p.s == 2) {
+        pool_rows_kernel<T, 2, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
+    } else {
+        pool_rows_kernel<T, 0, 1, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
     }
-    float out = a.is_max ? acc : (count ? acc / (float)count : 0.f);
-    pst(a.y, n * a.ys[0] + c * a.ys[1] + oh * a.ys[2] + ow * a.ys[3], a.dtype, out);
+}
+
+template <typename T> static void launch_pool_t(const ig_pool_args *a, const pool_plan &p, cudaStream_t s)
+{
+    if (p.i32)
+        launch_pool<T, int32_t>(a, p, s);
+    else
+        launch_pool<T, int64_t>(a, p, s);
 }
 
 extern "C" cudaError_t ingot_cuda_pool(const ig_pool_args *a, cudaStream_t s)
 {
-    const int64_t total = a->n * a->c * a->oh * a->ow;
-    if (total <= 0) return cudaSuccess;
-    if (nhwc8(a->dtype, a->c, a->xs, a->ys, a->x, a->y)) {
-        pool_nhwc8_kernel<<<(unsigned)((total / 8 + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a);
-        return cudaGetLastError();
+    if (a->n * a->c * a->oh * a->ow <= 0) return cudaSuccess;
+    const pool_plan p = plan_pool(a);
+    switch (a->dtype) {
+    case INGOT_DTYPE_FLOAT: launch_pool_t<float>(a, p, s); break;
+    case INGOT_DTYPE_FLOAT16: launch_pool_t<__half>(a, p, s); break;
+    case INGOT_DTYPE_BFLOAT16: launch_pool_t<__nv_bfloat16>(a, p, s); break;
+    default: return cudaErrorInvalidValue; /* the lowering passes float types only */
     }
-    pool_kernel<<<(unsigned)((total + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a, a->ys[1] == 1);
     return cudaGetLastError();
+}
+
+extern "C" void ingot_cuda_pool_describe(const ig_pool_args *a, char *buf, size_t n)
+{
+    const pool_plan p = plan_pool(a);
+    if (p.cl)
+        snprintf(buf, n, "channels-last x%d%s", p.v, p.i32 ? "" : " i64");
+    else
+        snprintf(buf, n, "rows x%d%s", p.tw, p.i32 ? "" : " i64");
 }
 
 /* ---- depthwise convolution ------------------------------------------------------------------------- */
 
-__device__ __forceinline__ float act_f(const ig_dwconv_args &a, float v)
+IG_HD float act_f(const ig_dwconv_args &a, float v)
 {
     if (a.act == IG_ACT_RELU) return v > 0.f ? v : 0.f;
     if (a.act == IG_ACT_CLIP) return fminf(fmaxf(v, a.lo), a.hi);
@@ -343,30 +501,52 @@ template <int KW, int S, int TW> __global__ void dwconv_nhwc8_strip_kernel(const
     }
 }
 
-/* Any layout and float type: one thread per output element. */
-__global__ void dwconv_kernel(const ig_dwconv_args a)
+/* Any layout and float type: a thread takes V channels of one output pixel, neighbouring threads
+ * neighbouring channels. V > 1 (channels-last, 2 or 4 channels: fp16 4- or 8-byte, fp32 8- or 16-byte
+ * accesses) serves the channel counts the 8-channel kernels cannot take, ghostnet's 36, 60, 100; V = 1
+ * any layout. */
+template <typename T, int V, typename I> IG_HD void dwconv_cl(const ig_dwconv_args &a, I t)
 {
-    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= a.n * a.c * a.oh * a.ow) return;
-    int64_t r = t;
-    const int64_t c = r % a.c;
-    r /= a.c;
-    const int64_t ow = r % a.ow;
-    r /= a.ow;
-    const int64_t oh = r % a.oh;
-    const int64_t n = r / a.oh;
-    float acc = a.b ? pld(a.b, c, a.dtype) : 0.f;
+    const I cv = (I)a.c / V;
+    I r = t;
+    const I c = r % cv * V;
+    r /= cv;
+    const int ow = (int)(r % (I)a.ow);
+    r /= (I)a.ow;
+    const int oh = (int)(r % (I)a.oh);
+    const I n = r / (I)a.oh;
+    float acc[V];
+    if (a.b) {
+        vload<T, V>((const T *)a.b + c, acc);
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; k++) acc[k] = 0.f;
+    }
+    const T *x = (const T *)a.x + n * (I)a.xs[0] + c * (I)a.xs[1];
+    const T *w = (const T *)a.filt + c;
+    const int h0 = oh * a.sh - a.ph, w0 = ow * a.sw - a.pw;
     for (int i = 0; i < a.kh; i++) {
-        const int64_t ih = oh * a.sh - a.ph + (int64_t)i * a.dh;
+        const int ih = h0 + i * a.dh;
         if (ih < 0 || ih >= a.h) continue;
         for (int j = 0; j < a.kw; j++) {
-            const int64_t iw = ow * a.sw - a.pw + (int64_t)j * a.dw;
+            const int iw = w0 + j * a.dw;
             if (iw < 0 || iw >= a.w) continue;
-            acc = fmaf(pld(a.x, n * a.xs[0] + c * a.xs[1] + ih * a.xs[2] + iw * a.xs[3], a.dtype),
-                       pld(a.filt, (int64_t)(i * a.kw + j) * a.c + c, a.dtype), acc);
+            float xv[V], wv[V];
+            vload<T, V>(x + ih * (I)a.xs[2] + iw * (I)a.xs[3], xv);
+            vload<T, V>(w + (I)(i * a.kw + j) * (I)a.c, wv);
+#pragma unroll
+            for (int k = 0; k < V; k++) acc[k] = fmaf(xv[k], wv[k], acc[k]);
         }
     }
-    pst(a.y, n * a.ys[0] + c * a.ys[1] + oh * a.ys[2] + ow * a.ys[3], a.dtype, act_f(a, acc));
+#pragma unroll
+    for (int k = 0; k < V; k++) acc[k] = act_f(a, acc[k]);
+    vstore<T, V>((T *)a.y + n * (I)a.ys[0] + c * (I)a.ys[1] + oh * (I)a.ys[2] + ow * (I)a.ys[3], acc);
+}
+
+template <typename T, int V, typename I> __global__ void dwconv_cl_kernel(const ig_dwconv_args a, I threads)
+{
+    const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < threads) dwconv_cl<T, V, I>(a, t);
 }
 
 /* INGOT_CUDA_DWCONV_STRIP=0 keeps one pixel per thread (to compare the two; read once per process). */
@@ -394,35 +574,107 @@ static int64_t resident_threads(void)
     return (int64_t)v * 2048;
 }
 
-extern "C" cudaError_t ingot_cuda_dwconv(const ig_dwconv_args *a, cudaStream_t s)
+/* fp16, channels-last on both sides, C % 8 == 0, 16-byte aligned: the 8-channel kernels' conditions */
+static bool nhwc8(int32_t dtype, int64_t c, const int64_t *xs, const int64_t *ys, const void *x, const void *y)
 {
+    if (dtype != INGOT_DTYPE_FLOAT16 || c % 8 || xs[1] != 1 || ys[1] != 1) return false;
+    for (int k = 0; k < 4; k++)
+        if (k != 1 && (xs[k] % 8 || ys[k] % 8)) return false;
+    return ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0;
+}
+
+/* What ingot_cuda_dwconv launches: the 8-channel fp16 kernels (strips of 4 pixels, or a pixel a
+ * thread), else dwconv_cl with V channels a thread; 32- or 64-bit indices for the latter. */
+struct dw_plan {
+    int kind; /* 0: dwconv_cl, 1: nhwc8, 2: nhwc8 strips */
+    int v;
+    bool i32;
+    int64_t threads;
+};
+
+static dw_plan plan_dwconv(const ig_dwconv_args *a)
+{
+    dw_plan p = {};
     const int64_t total = a->n * a->c * a->oh * a->ow;
-    if (total <= 0) return cudaSuccess;
     if (nhwc8(a->dtype, a->c, a->xs, a->ys, a->x, a->y) && (uintptr_t)a->filt % 16 == 0 &&
         (!a->b || (uintptr_t)a->b % 16 == 0)) {
         /* strips of 4 pixels for the common shapes: 3x3, 5x5 and 7x7 filters, stride 1 or 2, no dilation,
          * where a pixel a thread would fill the GPU twice over: a strip a thread has a quarter of the
          * threads, which a small grid (MobileNetV2 at batch 1: 0.277 -> 0.313 ms) cannot spare */
-        const int64_t strips = a->n * a->oh * ((a->ow + 3) / 4) * (a->c / 8);
-        const unsigned sb = (unsigned)((strips + MOVE_BLOCK - 1) / MOVE_BLOCK);
-        if (a->dh == 1 && a->dw == 1 && (a->sw == 1 || a->sw == 2) && (a->kw == 3 || a->kw == 5 || a->kw == 7) &&
-            total / 8 >= 2 * resident_threads() && dwconv_strip_enabled()) {
-#define IG_DW_STRIP_(KW, S)                                                \
-    if (a->kw == KW && a->sw == S) {                                       \
-        dwconv_nhwc8_strip_kernel<KW, S, 4><<<sb, MOVE_BLOCK, 0, s>>>(*a); \
-        return cudaGetLastError();                                         \
+        p.kind = a->dh == 1 && a->dw == 1 && (a->sw == 1 || a->sw == 2) && (a->kw == 3 || a->kw == 5 || a->kw == 7) &&
+                         total / 8 >= 2 * resident_threads() && dwconv_strip_enabled()
+                     ? 2
+                     : 1;
+        p.v = 8;
+        p.threads = p.kind == 2 ? a->n * a->oh * ((a->ow + 3) / 4) * (a->c / 8) : total / 8;
+        return p;
     }
-            IG_DW_STRIP_(3, 1)
-            IG_DW_STRIP_(3, 2)
-            IG_DW_STRIP_(5, 1)
-            IG_DW_STRIP_(5, 2)
-            IG_DW_STRIP_(7, 1)
-            IG_DW_STRIP_(7, 2)
+    const int es = esize_of(a->dtype);
+    const int64_t xd[4] = {a->n, a->c, a->h, a->w}, yd[4] = {a->n, a->c, a->oh, a->ow};
+    p.v = vec_width(4, es, a->c, xd, a->xs, yd, a->ys, a->x, a->y, a->filt, a->b);
+    p.threads = total / p.v;
+    p.i32 = fits_i32(p.threads, reach(xd, a->xs), reach(yd, a->ys), (int64_t)a->kh * a->kw * a->c);
+    return p;
+}
+
+template <typename T, typename I>
+static void launch_dwconv_cl(const ig_dwconv_args *a, const dw_plan &p, cudaStream_t s)
+{
+    const unsigned blocks = (unsigned)((p.threads + MOVE_BLOCK - 1) / MOVE_BLOCK);
+    const I n = (I)p.threads;
+    switch (p.v) {
+    case 4: dwconv_cl_kernel<T, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+    case 2: dwconv_cl_kernel<T, 2, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+    default: dwconv_cl_kernel<T, 1, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+    }
+}
+
+template <typename T> static void launch_dwconv_t(const ig_dwconv_args *a, const dw_plan &p, cudaStream_t s)
+{
+    if (p.i32)
+        launch_dwconv_cl<T, int32_t>(a, p, s);
+    else
+        launch_dwconv_cl<T, int64_t>(a, p, s);
+}
+
+extern "C" cudaError_t ingot_cuda_dwconv(const ig_dwconv_args *a, cudaStream_t s)
+{
+    if (a->n * a->c * a->oh * a->ow <= 0) return cudaSuccess;
+    const dw_plan p = plan_dwconv(a);
+    const unsigned blocks = (unsigned)((p.threads + MOVE_BLOCK - 1) / MOVE_BLOCK);
+    if (p.kind == 2) {
+#define IG_DW_STRIP_(KW, S)                                                    \
+    if (a->kw == KW && a->sw == S) {                                           \
+        dwconv_nhwc8_strip_kernel<KW, S, 4><<<blocks, MOVE_BLOCK, 0, s>>>(*a); \
+        return cudaGetLastError();                                             \
+    }
+        IG_DW_STRIP_(3, 1)
+        IG_DW_STRIP_(3, 2)
+        IG_DW_STRIP_(5, 1)
+        IG_DW_STRIP_(5, 2)
+        IG_DW_STRIP_(7, 1)
+        IG_DW_STRIP_(7, 2)
 #undef IG_DW_STRIP_
-        }
-        dwconv_nhwc8_kernel<<<(unsigned)((total / 8 + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a);
+    }
+    if (p.kind >= 1) {
+        dwconv_nhwc8_kernel<<<(unsigned)((a->n * a->c * a->oh * a->ow / 8 + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK,
+                              0, s>>>(*a);
         return cudaGetLastError();
     }
-    dwconv_kernel<<<(unsigned)((total + MOVE_BLOCK - 1) / MOVE_BLOCK), MOVE_BLOCK, 0, s>>>(*a);
+    switch (a->dtype) {
+    case INGOT_DTYPE_FLOAT: launch_dwconv_t<float>(a, p, s); break;
+    case INGOT_DTYPE_FLOAT16: launch_dwconv_t<__half>(a, p, s); break;
+    case INGOT_DTYPE_BFLOAT16: launch_dwconv_t<__nv_bfloat16>(a, p, s); break;
+    default: return cudaErrorInvalidValue; /* the lowering passes fp32 and fp16 only */
+    }
     return cudaGetLastError();
+}
+
+extern "C" void ingot_cuda_dwconv_describe(const ig_dwconv_args *a, char *buf, size_t n)
+{
+    const dw_plan p = plan_dwconv(a);
+    if (p.kind)
+        snprintf(buf, n, "nhwc8%s", p.kind == 2 ? " strips" : "");
+    else
+        snprintf(buf, n, "channels-last x%d%s", p.v, p.i32 ? "" : " i64");
 }
