@@ -7,6 +7,8 @@
 #include "lower_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static ingot_status build_consumers(ig_lower *L)
 {
@@ -151,6 +153,16 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
         goto out;
     }
     for (int32_t v = 0; v < g->n_values; v++) p->val_tensor[v] = p->val_nhwc[v] = -1;
+    const char *slots = getenv("INGOT_CUDA_CONCAT_SLOTS"); /* "0": every Concat copies its inputs */
+    if (!slots || strcmp(slots, "0")) {
+        L.concat_y = ig__calloc((size_t)g->n_nodes + 1, sizeof(int32_t));
+        L.concat_layout = ig__calloc((size_t)g->n_nodes + 1, 1);
+        if (!L.concat_y || !L.concat_layout) {
+            st = ig__lw_oom(&L);
+            goto out;
+        }
+        for (int32_t k = 0; k < g->n_nodes; k++) L.concat_y[k] = -1;
+    }
     if ((st = build_consumers(&L)) != INGOT_OK || (st = check_graph(&L)) != INGOT_OK ||
         (st = lower_inputs(&L)) != INGOT_OK)
         goto out;
@@ -175,6 +187,8 @@ ingot_status ig__cu_lower(const ig_graph *g, const ig_cu_lower_options *o, ig_cu
     st = lower_outputs(&L);
 out:
     ig__free(L.lazy);
+    ig__free(L.concat_y);
+    ig__free(L.concat_layout);
     ig__free(L.cons_off);
     ig__free(L.cons);
     ig__free(L.is_output);

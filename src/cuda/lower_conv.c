@@ -205,7 +205,7 @@ static ingot_status conv_finish(ig_lower *L, int32_t id, const conv_geo *c, int3
         if (bias_left >= 0 && bv < 0) return ig__lw_oom(L);
         int64_t od[IG_MAX_RANK];
         int32_t orank = ig__lw_value_dims(L, yv, od);
-        yt = ig__lw_epilogue(L, id, epi, yt, bv, extras, ig__lw_T(L, yt)->dtype, od, orank);
+        yt = ig__lw_epilogue(L, id, epi, yt, bv, extras, ig__lw_T(L, yt)->dtype, od, orank, yv);
         if (yt < 0) return ig__lw_status(L);
     }
     L->p->val_tensor[yv] = yt;
@@ -223,6 +223,7 @@ static ingot_status lower_dwconv(ig_lower *L, int32_t id, int32_t xt, const conv
     int32_t bt = ig__lw_in(L, id, 2) >= 0 ? bias_tensor(L, id, x.dtype, c->K) : -1;
     int64_t od[4] = {x.dims[0], c->K, c->out[0], c->out[1]};
     int32_t yt = ig__lw_dense(L, x.dtype, 4, od, true);
+    if (yt >= 0 && epi_done && c->rank == 4) yt = ig__lw_concat_slot(L, ig__lw_node(L, id)->outputs[0], yt);
     ig_cu_step *s =
         wt >= 0 && yt >= 0 && (bt >= 0 || ig__lw_in(L, id, 2) < 0) ? ig__lw_step(L, IG_ST_DWCONV, id, NULL) : NULL;
     if (!s) return ig__lw_oom(L);
@@ -379,6 +380,21 @@ static ingot_status lower_convt(ig_lower *L, int32_t id, int32_t xt, const conv_
     return conv_finish(L, id, c, yt, bt, epi, bt < 0, NULL); /* epi: empty (no fused ConvTranspose) */
 }
 
+/* A 4-D tensor whose channels are contiguous and whose pixels (n, h, w) are rows of one stride: the
+ * [N*H*W, C] matrix of a 1x1 convolution with leading dim *ld. A dense channels-last tensor is one (ld
+ * C); so is a channel slice of one (a Split's part, a Concat's slot), with ld the whole tensor's C. */
+static bool pixel_rows(const ig_cu_tensor *t, int64_t *ld)
+{
+    if (t->rank != 4 || (t->dims[1] > 1 && t->strides[1] != 1)) return false;
+    const int64_t *d = t->dims, *s = t->strides;
+    int64_t row = d[3] > 1 ? s[3] : d[2] > 1 ? s[2] : d[0] > 1 ? s[0] : d[1];
+    if (row < d[1] || (d[3] > 1 && s[3] != row) || (d[2] > 1 && s[2] != row * d[3]) ||
+        (d[0] > 1 && s[0] != row * d[3] * d[2]))
+        return false;
+    *ld = row;
+    return true;
+}
+
 ingot_status ig__lw_conv(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
@@ -399,9 +415,15 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
         return lower_dwconv(L, id, xt, &c, &epi, extra_v);
 
     if ((xt = as_4d(L, xt)) < 0) return ig__lw_oom(L);
+    /* 1x1, stride 1, channels-last: a GEMM [N*H*W, C] x [C, K] through cuBLASLt, with bias, residual
+     * (as C, beta 1) and ReLU in its epilogue; it reads a channel slice in place */
+    bool pointwise = want_nhwc && c.k[0] == 1 && c.k[1] == 1 && c.st[0] == 1 && c.st[1] == 1 && c.pb[0] == 0 &&
+                     c.pb[1] == 0 && c.pe[0] == 0 && c.pe[1] == 0 && c.group == 1;
+    int64_t lda = 0;
     if (c.pb[0] != c.pe[0] || c.pb[1] != c.pe[1]) {
         if ((xt = pad_input(L, id, xt, &c, want_nhwc)) < 0) return ig__lw_status(L);
-    } else if ((xt = conv_layout(L, id, c.rank == 4 ? xv : -1, xt, want_nhwc, "to channels-last")) < 0) {
+    } else if (!(pointwise && pixel_rows(ig__lw_T(L, xt), &lda)) &&
+               (xt = conv_layout(L, id, c.rank == 4 ? xv : -1, xt, want_nhwc, "to channels-last")) < 0) {
         return ig__lw_status(L);
     }
     ig_cu_tensor x = *ig__lw_T(L, xt);
@@ -428,20 +450,23 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
         if (zt < 0) res = relu = false; /* a residual the library cannot read: the epilogue step adds it */
     }
 
-    /* 1x1, stride 1, channels-last: a GEMM [N*H*W, C] x [C, K] through cuBLASLt, with bias, residual
-     * (as C, beta 1) and ReLU in its epilogue */
-    if (want_nhwc && c.k[0] == 1 && c.k[1] == 1 && c.st[0] == 1 && c.st[1] == 1 && c.pb[0] == 0 && c.pb[1] == 0 &&
-        c.pe[0] == 0 && c.pe[1] == 0 && c.group == 1 && ig__lw_nhwc(&x)) {
+    if (pointwise && pixel_rows(&x, &lda)) {
         bool epi_done = kind == IG_LW_EPI_NONE || kind == IG_LW_EPI_RELU || (res && zt >= 0);
+        /* the GEMM's output is the value's: it may go straight into a Concat's slice */
+        if (epi_done && c.rank == 4 && (yt = ig__lw_concat_slot(L, n->outputs[0], yt)) < 0) return ig__lw_oom(L);
+        const ig_cu_tensor *y = ig__lw_T(L, yt);
+        int64_t ldd = 0;
+        if (!pixel_rows(y, &ldd)) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "output is not a pixel matrix");
         int64_t M = yd[0] * yd[2] * yd[3], C = x.dims[1], K = c.K;
-        int64_t ad[2] = {M, C}, as[2] = {C, 1}, bd2[2] = {C, K}, bs2[2] = {1, C}, dd[2] = {M, K}, ds[2] = {K, 1};
+        int64_t ad[2] = {M, C}, as[2] = {lda, 1}, bd2[2] = {C, K}, bs2[2] = {1, C}, dd[2] = {M, K}, ds[2] = {ldd, 1},
+                zs[2] = {K, 1};
         ig_cu_gemm g;
         memset(&g, 0, sizeof g);
         g.a = ig__lw_tensor(L, x.buf, x.dtype, 2, ad, as, x.offset);
         g.b = ig__lw_tensor(L, ig__lw_T(L, wt)->buf, ig__lw_T(L, wt)->dtype, 2, bd2, bs2, 0);
-        g.d = ig__lw_tensor(L, ig__lw_T(L, yt)->buf, ig__lw_T(L, yt)->dtype, 2, dd, ds, 0);
+        g.d = ig__lw_tensor(L, y->buf, y->dtype, 2, dd, ds, y->offset);
         g.c = epi_done && res
-                  ? ig__lw_tensor(L, ig__lw_T(L, zt)->buf, ig__lw_T(L, zt)->dtype, 2, dd, ds, ig__lw_T(L, zt)->offset)
+                  ? ig__lw_tensor(L, ig__lw_T(L, zt)->buf, ig__lw_T(L, zt)->dtype, 2, dd, zs, ig__lw_T(L, zt)->offset)
                   : -1;
         if (g.a < 0 || g.b < 0 || g.d < 0 || (epi_done && res && g.c < 0)) return ig__lw_oom(L);
         g.bias = bt;
@@ -452,10 +477,11 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
         g.n = K;
         g.k = C;
         g.batch = 1;
-        g.lda = C;
+        g.lda = lda;
         g.b_trans = 1;
         g.ldb = C;
-        g.ldc = g.ldd = K;
+        g.ldd = ldd;
+        g.ldc = g.c >= 0 ? K : ldd; /* without C the library reads D's layout (C and D one pointer) */
         g.scratch = -1;
         ig_cu_step *gs = ig__lw_step(L, IG_ST_GEMM, id, NULL);
         if (!gs) return ig__lw_oom(L);
@@ -539,6 +565,7 @@ ingot_status ig__lw_pool(ig_lower *L, int32_t id)
     int64_t od[4];
     int32_t orank = ig__lw_value_dims(L, n->outputs[0], od);
     int32_t yt = ig__lw_dense(L, x.dtype, orank, od, nhwc);
+    if (yt >= 0) yt = ig__lw_concat_slot(L, n->outputs[0], yt);
     ig_cu_step *s = yt >= 0 ? ig__lw_step(L, IG_ST_POOL, id, NULL) : NULL;
     if (!s) return ig__lw_oom(L);
     ig_pool_args *p = &s->u.pool.args;

@@ -204,6 +204,13 @@ static int32_t inner_axis_of(ig_lower *L, const int32_t *in, int32_t n_in, int32
     return -1;
 }
 
+int32_t ig__lw_program_out(ig_lower *L, const int32_t *in, int32_t n_in, ingot_dtype dt, const int64_t *dims,
+                           int32_t rank, int32_t v)
+{
+    int32_t t = ig__lw_dense_inner(L, dt, rank, dims, inner_axis_of(L, in, n_in, rank, dims));
+    return t >= 0 && v >= 0 ? ig__lw_concat_slot(L, v, t) : t;
+}
+
 int32_t ig__lw_program(ig_lower *L, int32_t node_id, const ig_pw_prog *prog, const int32_t *in, ingot_dtype out_dtype,
                        const int64_t *out_dims, int32_t out_rank, int32_t out)
 {
@@ -214,13 +221,9 @@ int32_t ig__lw_program(ig_lower *L, int32_t node_id, const ig_pw_prog *prog, con
         ig__lw_fail(L, node_id, INGOT_ERR_INTERNAL, "the pointwise program does not fit the elementwise kernel");
         return -1;
     }
-    if (out < 0) {
-        out =
-            ig__lw_dense_inner(L, out_dtype, out_rank, out_dims, inner_axis_of(L, in, prog->n_in, out_rank, out_dims));
-        if (out < 0) {
-            ig__lw_oom(L);
-            return -1;
-        }
+    if (out < 0 && (out = ig__lw_program_out(L, in, prog->n_in, out_dtype, out_dims, out_rank, -1)) < 0) {
+        ig__lw_oom(L);
+        return -1;
     }
     if (ig__lw_ew_step(L, node_id, NULL, ops, n_ops, result, in, prog->n_in, prog->int_math, out, 0) != INGOT_OK)
         return -1;
@@ -284,9 +287,10 @@ ingot_status ig__lw_elementwise(ig_lower *L, int32_t id)
     int32_t yv = n->outputs[0];
     int64_t dims[IG_MAX_RANK];
     int32_t rank = ig__lw_value_dims(L, yv, dims);
-    int32_t out =
-        ig__lw_program(L, id, &prog, tensors, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), dims, rank, -1);
-    if (out < 0) return ig__lw_status(L);
+    ingot_dtype dt = ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype);
+    int32_t out = ig__lw_program_out(L, tensors, prog.n_in, dt, dims, rank, yv);
+    if (out < 0) return ig__lw_oom(L);
+    if ((out = ig__lw_program(L, id, &prog, tensors, dt, dims, rank, out)) < 0) return ig__lw_status(L);
     L->p->val_tensor[yv] = out;
     return INGOT_OK;
 }
@@ -345,8 +349,10 @@ ingot_status ig__lw_pointwise(ig_lower *L, int32_t id)
     int32_t yv = n->outputs[0];
     int64_t dims[IG_MAX_RANK];
     int32_t rank = ig__lw_value_dims(L, yv, dims);
-    int32_t out = ig__lw_program(L, id, &prog, in, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), dims, rank, -1);
-    if (out < 0) return ig__lw_status(L);
+    ingot_dtype dt = ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype);
+    int32_t out = ig__lw_program_out(L, in, prog.n_in, dt, dims, rank, yv);
+    if (out < 0) return ig__lw_oom(L);
+    if ((out = ig__lw_program(L, id, &prog, in, dt, dims, rank, out)) < 0) return ig__lw_status(L);
     L->p->val_tensor[yv] = out;
     return INGOT_OK;
 }
@@ -428,7 +434,8 @@ static int16_t epi_ref(int16_t r, const ig_pw_prog *e, int32_t n_in, bool has_bi
 }
 
 int32_t ig__lw_epilogue(ig_lower *L, int32_t node_id, const ig_pw_prog *epi, int32_t acc, int32_t bias,
-                        const int32_t *extras, ingot_dtype out_dtype, const int64_t *out_dims, int32_t out_rank)
+                        const int32_t *extras, ingot_dtype out_dtype, const int64_t *out_dims, int32_t out_rank,
+                        int32_t v)
 {
     bool has_bias = bias >= 0;
     int32_t n_in = epi->n_in + has_bias, in[IG_PW_MAX_IN + 1];
@@ -440,7 +447,7 @@ int32_t ig__lw_epilogue(ig_lower *L, int32_t node_id, const ig_pw_prog *epi, int
         const ig_cu_tensor *A = ig__lw_T(L, acc);
         int32_t sum = ig__lw_program(L, node_id, &add, two, A->dtype, A->dims, A->rank, -1);
         if (sum < 0) return -1;
-        return ig__lw_epilogue(L, node_id, epi, sum, -1, extras, out_dtype, out_dims, out_rank);
+        return ig__lw_epilogue(L, node_id, epi, sum, -1, extras, out_dtype, out_dims, out_rank, v);
     }
     ig_pw_prog p;
     memset(&p, 0, sizeof p);
@@ -459,5 +466,10 @@ int32_t ig__lw_epilogue(ig_lower *L, int32_t node_id, const ig_pw_prog *epi, int
         x.c = epi_ref(x.c, epi, n_in, has_bias);
         p.op[p.n_ops++] = x;
     }
-    return ig__lw_program(L, node_id, &p, in, out_dtype, out_dims, out_rank, -1);
+    int32_t out = ig__lw_program_out(L, in, p.n_in, out_dtype, out_dims, out_rank, v);
+    if (out < 0) {
+        ig__lw_oom(L);
+        return -1;
+    }
+    return ig__lw_program(L, node_id, &p, in, out_dtype, out_dims, out_rank, out);
 }

@@ -349,7 +349,7 @@ ingot_status ig__lw_matmul(ig_lower *L, int32_t id)
         for (int32_t j = 0; j + 1 < q.epi.n_in; j++)
             if ((extras[j] = ig__lw_get(L, q.extra_v[j])) < 0)
                 return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "epilogue input %d has no device tensor", (int)j + 1);
-        if ((d = ig__lw_epilogue(L, id, &q.epi, d, q.bias_t, extras, dt, od, orank)) < 0) return ig__lw_status(L);
+        if ((d = ig__lw_epilogue(L, id, &q.epi, d, q.bias_t, extras, dt, od, orank, yv)) < 0) return ig__lw_status(L);
     }
     L->p->val_tensor[yv] = d;
     return INGOT_OK;

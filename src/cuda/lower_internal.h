@@ -44,6 +44,11 @@ typedef struct ig_lower {
     int32_t *cons;
     bool *is_output; /* [n_values] */
     ig_lazy **lazy;  /* [n_values] the value's lazy view or NULL (its copy, once made: val_tensor) */
+    /* Concat without copies (lower_movement.c): per Concat node, its output tensor once a producer of
+     * one of its inputs wrote into its slice (-1 before), and that tensor's layout (1 dense in logical
+     * order, 2 channels-last); NULL when INGOT_CUDA_CONCAT_SLOTS=0 */
+    int32_t *concat_y;
+    int8_t *concat_layout;
 } ig_lower;
 
 /* One lowering per op (lower_table.c); `supports` answers for a node of an inferred graph, NULL when
@@ -123,9 +128,15 @@ int32_t ig__lw_program(ig_lower *L, int32_t node_id, const ig_pw_prog *prog, con
                        const int64_t *out_dims, int32_t out_rank, int32_t out);
 /* The epilogue of a fused GEMM or convolution as one elementwise step: out = epi(acc + bias, extras...)
  * where acc is the library call's raw output and bias (a tensor broadcasting to it, or -1) was not
- * applied by the library. Returns the output tensor (dense, laid out like acc), -1 on failure. */
+ * applied by the library. Returns the output tensor (ig__lw_program_out for value v: dense and laid out
+ * like acc, or v's Concat slice), -1 on failure. */
 int32_t ig__lw_epilogue(ig_lower *L, int32_t node_id, const ig_pw_prog *epi, int32_t acc, int32_t bias,
-                        const int32_t *extras, ingot_dtype out_dtype, const int64_t *out_dims, int32_t out_rank);
+                        const int32_t *extras, ingot_dtype out_dtype, const int64_t *out_dims, int32_t out_rank,
+                        int32_t v);
+/* The output tensor a program over in[] writes for value v: v's slice of the Concat that alone reads it
+ * (ig__lw_concat_slot), else a fresh dense tensor laid out like the program's main input. */
+int32_t ig__lw_program_out(ig_lower *L, const int32_t *in, int32_t n_in, ingot_dtype dt, const int64_t *dims,
+                           int32_t rank, int32_t v);
 /* What an epilogue program is, for the library calls that take one: */
 enum ig_lw_epi {
     IG_LW_EPI_NONE,     /* no instruction */
@@ -191,6 +202,11 @@ ingot_status ig__lw_attention(ig_lower *L, int32_t id);
 ingot_status ig__lw_layernorm(ig_lower *L, int32_t id);
 ingot_status ig__lw_reduce(ig_lower *L, int32_t id);
 ingot_status ig__lw_concat(ig_lower *L, int32_t id);
+/* Concat without copies: the tensor a producer writes for value v, given the dense tensor t it would
+ * write. When the one reader of v is a Concat (v once among its inputs), t's layout matches the
+ * Concat's output and the types agree, that is v's slice of the Concat's output (created here by the
+ * first such producer), and the Concat copies nothing for v. Otherwise t. -1: out of memory. */
+int32_t ig__lw_concat_slot(ig_lower *L, int32_t v, int32_t t);
 ingot_status ig__lw_pad(ig_lower *L, int32_t id);
 ingot_status ig__lw_gather(ig_lower *L, int32_t id);
 ingot_status ig__lw_constant_of_shape(ig_lower *L, int32_t id);

@@ -7,6 +7,62 @@
 
 #include <inttypes.h>
 
+/* Layouts of a Concat's output (ig_lower.concat_layout): dense in logical order, or channels-last. */
+enum { SLOT_NONE = 0, SLOT_LOGICAL = 1, SLOT_NHWC = 2 };
+
+/* t can be written as a slice of a Concat output of the given layout. */
+static bool layout_fits(const ig_cu_tensor *t, int layout)
+{
+    return layout == SLOT_NHWC ? ig__lw_nhwc(t) : ig__cu_tensor_contig(t);
+}
+
+int32_t ig__lw_concat_slot(ig_lower *L, int32_t v, int32_t t)
+{
+    int32_t c = L->concat_y && v >= 0 ? ig__lw_sole_consumer(L, v) : -1;
+    if (c < 0 || ig__lw_node(L, c)->op != IG_OP_concat) return t;
+    const ig_node *n = ig__lw_node(L, c);
+    int32_t yv = n->outputs[0];
+    int64_t od[IG_MAX_RANK], vd[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, yv, od), rank = ig__lw_value_dims(L, v, vd);
+    const ig_cu_tensor *x = ig__lw_T(L, t);
+    if (rank != orank || x->rank != rank || x->dtype != ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype)) return t;
+    for (int32_t k = 0; k < rank; k++)
+        if (x->dims[k] != vd[k]) return t;
+    /* v's place: after the inputs before it (ig__lw_concat's offsets); v twice would need two writes */
+    int32_t ax = ig__lw_norm_axis(ig__attr_int(n, "axis", 0), orank), seen = 0;
+    int64_t off = 0, d[IG_MAX_RANK];
+    for (int32_t i = 0; i < n->n_inputs; i++) {
+        if (n->inputs[i] == v)
+            seen++;
+        else if (n->inputs[i] >= 0 && !seen && ig__lw_value_dims(L, n->inputs[i], d) == orank)
+            off += d[ax];
+    }
+    if (seen != 1) return t;
+    int32_t yt = L->concat_y[c];
+    if (yt < 0) { /* the first producer fixes the layout: its own */
+        bool nhwc = rank == 4 && ig__lw_nhwc(x) && !ig__cu_tensor_contig(x);
+        if (!nhwc && !ig__cu_tensor_contig(x)) return t;
+        /* a Concat feeding a Concat: its output is a slice of the outer one's */
+        if ((yt = ig__lw_dense(L, x->dtype, orank, od, nhwc)) < 0 || (yt = ig__lw_concat_slot(L, yv, yt)) < 0)
+            return -1;
+        L->concat_y[c] = yt;
+        L->concat_layout[c] = nhwc ? SLOT_NHWC : SLOT_LOGICAL;
+    }
+    if (!layout_fits(x, L->concat_layout[c])) return t;
+    ig_cu_tensor part = *ig__lw_T(L, yt);
+    part.dims[ax] = vd[ax];
+    part.offset += off * part.strides[ax];
+    return ig__lw_tensor(L, part.buf, part.dtype, part.rank, part.dims, part.strides, part.offset);
+}
+
+static bool same_view(const ig_cu_tensor *a, const ig_cu_tensor *b)
+{
+    if (a->buf != b->buf || a->dtype != b->dtype || a->rank != b->rank || a->offset != b->offset) return false;
+    for (int32_t k = 0; k < a->rank; k++)
+        if (a->dims[k] != b->dims[k] || (a->dims[k] > 1 && a->strides[k] != b->strides[k])) return false;
+    return true;
+}
+
 ingot_status ig__lw_concat(ig_lower *L, int32_t id)
 {
     const ig_node *n = ig__lw_node(L, id);
@@ -14,17 +70,23 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id)
     int64_t od[IG_MAX_RANK];
     int32_t orank = ig__lw_value_dims(L, yv, od);
     int32_t ax = ig__lw_norm_axis(ig__attr_int(n, "axis", 0), orank);
-    /* channels-last when every input is: an NCHW output made each copy a transpose, and the convolutions
-     * and pools after it copied it back (GoogLeNet's MaxPool after each Concat took the scalar NCHW
+    /* the output a producer of an input already wrote into (ig__lw_concat_slot), or a fresh one:
+     * channels-last when every input is (an NCHW output made each copy a transpose, and the convolutions
+     * and pools after it copied it back: GoogLeNet's MaxPool after each Concat took the scalar NCHW
      * kernel, 26x off its bandwidth bound) */
-    bool nhwc = orank == 4;
-    for (int32_t i = 0; i < n->n_inputs && nhwc; i++) {
-        int32_t ut = n->inputs[i] >= 0 ? ig__lw_get(L, n->inputs[i]) : -1;
-        const ig_cu_tensor *u = ut >= 0 ? ig__lw_T(L, ut) : NULL;
-        nhwc = u && u->rank == 4 && ig__lw_nhwc(u) && !ig__cu_tensor_contig(u);
+    int32_t yt = L->concat_y ? L->concat_y[id] : -1;
+    if (yt < 0) {
+        bool nhwc = orank == 4;
+        for (int32_t i = 0; i < n->n_inputs && nhwc; i++) {
+            int32_t ut = n->inputs[i] >= 0 ? ig__lw_get(L, n->inputs[i]) : -1;
+            const ig_cu_tensor *u = ut >= 0 ? ig__lw_T(L, ut) : NULL;
+            nhwc = u && u->rank == 4 && ig__lw_nhwc(u) && !ig__cu_tensor_contig(u);
+        }
+        yt = ig__lw_dense(L, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), orank, od, nhwc);
+        if (yt >= 0) yt = ig__lw_concat_slot(L, yv, yt);
+        if (yt < 0) return ig__lw_oom(L);
+        if (L->concat_y) L->concat_y[id] = yt;
     }
-    int32_t yt = ig__lw_dense(L, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), orank, od, nhwc);
-    if (yt < 0) return ig__lw_oom(L);
     ig_cu_tensor y = *ig__lw_T(L, yt);
     int64_t off = 0;
     for (int32_t i = 0; i < n->n_inputs; i++) {
@@ -38,6 +100,7 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id)
         part.dims[ax] = len;
         part.offset += off * y.strides[ax];
         off += len;
+        if (same_view(ig__lw_T(L, ut), &part)) continue; /* its producer wrote it there */
         int32_t pt = ig__lw_tensor(L, part.buf, part.dtype, part.rank, part.dims, part.strides, part.offset);
         if (pt < 0) return ig__lw_oom(L);
         ingot_status st = ig__lw_copy(L, id, NULL, ut, pt, 0);

@@ -638,6 +638,38 @@ def case_inception_block():
     return g.model([inp], [out_info(["batch", c, 7, 7])]), {"input": (2, 3, 15, 15)}
 
 
+def case_mixed_concat():
+    """Concats whose inputs are written in place (src/cuda/lower_movement.c, ig__lw_concat_slot), as
+    MixNet, GhostNet and SqueezeNet build them: a channel Split into 1x1 convolutions (GEMMs reading and
+    writing channel slices), depthwise convolutions of mixed kernel sizes, a MaxPool, a pointwise node,
+    a Concat inside a Concat; odd channel counts put slices at unaligned offsets. Copied: a cuDNN
+    convolution's output, an input with other readers, the graph input. max_ew_steps fails the lowering
+    check when a copy comes back."""
+    g = G()
+
+    def chan(c, base):
+        return g.w((base + 0.2 * randw(c, scale=1)).reshape(1, c, 1, 1).astype(np.float32))
+
+    x = g.op("Relu", [conv_bn(g, "input", 3, 14, 3)])                                  # [B, 14, 12, 12]
+    a, b = g.op("Split", [x, g.w(np.array([7, 7], np.int64))], n_out=2, axis=1)
+    pw = g.op("Concat", [conv_bn(g, a, 7, 13, 1, bn=False), conv_bn(g, b, 7, 11, 1, bn=False)], axis=1)
+    y = g.op("Relu", [g.op("Add", [g.op("Mul", [pw, chan(24, 1)]), chan(24, 0)])])     # 24 channels
+    c0, c1 = g.op("Split", [y, g.w(np.array([10, 14], np.int64))], n_out=2, axis=1)
+    mix = g.op("Concat", [conv_bn(g, c0, 10, 10, 3, group=10, bn=False),
+                          conv_bn(g, c1, 14, 14, 5, group=14, bn=False)], axis=1)
+    z = g.op("Relu", [mix])
+    e1 = g.op("Relu", [conv_bn(g, z, 24, 9, 1, bias=True, bn=False)])
+    e3 = g.op("Relu", [conv_bn(g, z, 24, 8, 3, bias=True, bn=False)])
+    inner = g.op("Concat", [e1, e3], axis=1)                                            # 17
+    p = g.op("MaxPool", [z], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    outer = g.op("Concat", [inner, p, g.op("Sigmoid", [z])], axis=1)                   # 65
+    q = conv_bn(g, outer, 65, 6, 1, bn=False)
+    g.op("Concat", [q, g.op("Mul", [q, q]), g.op("Relu", [q]), "input"], axis=1)        # 21
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 12, 12])
+    return g.model([inp], [out_info(["batch", 21, 12, 12])]), {"input": (2, 3, 12, 12)}, {"max_ew_steps": 11}
+
+
 def case_poolformer_block(c=36):
     """timm poolformer's token mixer, x + ls * (AvgPool3x3(n) - n), n = GroupNorm(1 group) of x as torch
     exports it (Reshape to [B, 1, -1], InstanceNormalization, Reshape back, Mul, Add), over a patch
@@ -1102,6 +1134,7 @@ CASES = {
     "pool_c16": lambda: case_pool_layouts(16, 9, 9),
     "pool_c5": lambda: case_pool_layouts(5, 7, 12),
     "inception_block": case_inception_block,
+    "mixed_concat": case_mixed_concat,
     "poolformer_block": case_poolformer_block,
     "poolformer_block_c64": lambda: case_poolformer_block(64),
     "dwconv_layouts": case_dwconv_layouts,
@@ -1126,10 +1159,13 @@ CASES = {
 
 def write_case(out, name, fn):
     import onnxruntime as ort
-    model, shapes = fn()
+    model, shapes, *expect = fn()
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
+    for k, v in (expect[0] if expect else {}).items():  # what test_gpu_lower checks of the lowering
+        with open(os.path.join(d, k), "w") as f:
+            f.write(f"{v}\n")
     feeds = {}
     for i, vi in enumerate(model.graph.input):
         shp = shapes[vi.name]

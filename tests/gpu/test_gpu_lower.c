@@ -89,6 +89,20 @@ static void dump(const ig_cu_prog *p)
     }
 }
 
+/* The number in file DIR/name (make_models.py writes a case's expectations so), -1 when there is none. */
+static long read_limit(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1) v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
 static int check_case(const char *dir)
 {
     char path[1024];
@@ -185,6 +199,13 @@ static int check_case(const char *dir)
                     off += (size_t)snprintf(kinds + off, sizeof kinds - off, " %s %d", kind_name(k), counts[k]);
             if (off < sizeof kinds)
                 snprintf(kinds + off, sizeof kinds - off, " ; %lld model nodes fused)", (long long)p.n_fused);
+            long max_ew = read_limit(dir, "max_ew_steps");
+            if (optimize && max_ew >= 0) { /* the case says how many elementwise steps its lowering needs */
+                bool ok = counts[IG_ST_EW] <= max_ew;
+                printf("%s %s %s %s: %d elementwise steps (at most %ld: more means a copy came back)\n",
+                       ok ? "PASS" : "FAIL", dir, on, pn, counts[IG_ST_EW], max_ew);
+                fails += !ok;
+            }
             if (jit_arch) { /* the instance's covered programs as one unit, as the backend compiles them */
                 const ig_ew_args *progs[IG_MAX_JIT];
                 bool i32[IG_MAX_JIT];
