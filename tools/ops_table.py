@@ -30,7 +30,7 @@ REASONS = [
         "OptionalHasElement"]),
     ("strings are not a supported dtype", [
         "StringNormalizer", "StringConcat", "StringSplit", "RegexFullMatch", "TfIdfVectorizer"]),
-    ("control flow (sub-graphs) is not supported", ["If", "Loop", "Scan"]),
+    ("control flow (sub-graphs) is not supported", ["Loop", "Scan"]),
     ("random ops: results depend on a generator no two engines share", [
         "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli"]),
     ("quantized (int8/float8) ops: not supported yet", [
@@ -48,6 +48,13 @@ REASONS = [
 # What the CUDA backend leaves out of an op it lowers (a model with such a node runs on the CPU under AUTO).
 CUDA_NOTES = {
     "ConvTranspose": "CUDA: 1-D and 2-D (cuDNN backward data), not 3-D",
+}
+
+
+# Ops that never reach a backend: replaced when the model loads (either backend then runs what replaced them).
+AT_LOAD = {
+    "If": "replaced at load by the branch it takes when its condition is a build-time constant (shape tests "
+          "of exports); refused, naming the node, when the condition is known only at run time",
 }
 
 
@@ -120,8 +127,12 @@ def render():
     for op, vers in ops.items():
         c = have.get(op)
         cpu = "yes" if c else "no"
-        gpu = "yes" if c and cuda.get(c) else "no"
-        if c:
+        gpu = "yes" if c and (cuda.get(c) or op in AT_LOAD) else "no"
+        if op in AT_LOAD:
+            n_cpu += 1
+            n_cuda += 1
+            note = AT_LOAD[op]
+        elif c:
             n_cpu += 1
             n_cuda += gpu == "yes"
             note = CUDA_NOTES.get(op, "") if gpu == "yes" else "CPU only: AUTO runs it on the CPU"

@@ -180,6 +180,7 @@ static ingot_status model_open(ingot_runtime *rt, const char *path, const void *
     ingot_status st = path ? ig__onnx_load_file(path, &oo, &m->g, &m->file, &err)
                            : ig__onnx_load_buffer(data, n_bytes, base_dir, &oo, &m->g, &m->file, &err);
     if (st == INGOT_OK && !m->g.order) st = ig__graph_toposort(&m->g, &err);
+    if (st == INGOT_OK) st = ig__api_inline_ifs(&m->g, m->file, m->iopt.fold_max_bytes, &m->fold_arena, &err);
     if (st == INGOT_OK) st = model_infer(m, &err);
     if (st != INGOT_OK) {
         if (path && err.msg[0] && !strstr(err.msg, path)) ig__err_prefix(&err, "%s", path);

@@ -160,4 +160,11 @@ ingot_status ig__api_cuda_fingerprint(int device, ig_fp *fp, ig_err *err);
 ingot_status ig__api_cuda_algos_save(const ingot_engine *e, ig_wbuf *out, ig_err *err);
 ingot_status ig__api_cuda_algos_load(ingot_engine *e, const void *data, size_t n, ig_err *err);
 
+/* Replace every If node of g (loaded from file) by the branch it takes, which needs its condition to be
+ * a build-time constant once shapes are inferred and constants folded (inline_if.c); an If whose
+ * condition is not is refused, naming it. Infers g partially with fold_arena along the way: g must be
+ * inferred again afterwards. No If: nothing is done. */
+ingot_status ig__api_inline_ifs(ig_graph *g, ig_onnx_file *file, size_t fold_max_bytes, ig_arena *fold_arena,
+                                ig_err *err);
+
 #endif /* INGOT_API_INTERNAL_H */

@@ -282,6 +282,7 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
 #define CU_cum_sum  CU_INDEX
 #define CU_trilu    CU_INDEX
 #define CU_size     CU_NONE
+#define CU_if       CU_NONE /* replaced by its branch when the model loads (src/api/inline_if.c) */
 #define CU_eye_like CU_NONE
 #define CU_one_hot                              \
     {                                           \

@@ -500,6 +500,91 @@ static ingot_status name_of(ig_onnx_imp *im, const ig_pb_field *f, char *buf, si
     return INGOT_OK;
 }
 
+/* ---- names inside an If branch ---- */
+
+static uint32_t scope_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+int32_t ig__onnx_scope_find(const ig_onnx_scope *s, const char *name)
+{
+    if (!s->cap) return -1;
+    for (uint32_t m = s->cap - 1, i = scope_hash(name) & m; s->names[i]; i = (i + 1) & m)
+        if (!strcmp(s->names[i], name)) return s->ids[i];
+    return -1;
+}
+
+static bool scope_put(ig_onnx_scope *s, const char *name, int32_t id)
+{
+    if ((uint32_t)(s->n + 1) * 2 > s->cap) { /* grow: the table stays at most half full */
+        uint32_t cap = s->cap ? s->cap * 2 : 64;
+        const char **names = ig__arena_array(s->arena, cap, sizeof(char *));
+        int32_t *ids = ig__arena_array(s->arena, cap, sizeof(int32_t));
+        if (!names || !ids || cap < s->cap) return false;
+        memset(names, 0, sizeof(char *) * cap);
+        for (uint32_t k = 0; k < s->cap; k++) {
+            if (!s->names[k]) continue;
+            uint32_t i = scope_hash(s->names[k]) & (cap - 1);
+            while (names[i]) i = (i + 1) & (cap - 1);
+            names[i] = s->names[k];
+            ids[i] = s->ids[k];
+        }
+        s->names = names;
+        s->ids = ids;
+        s->cap = cap;
+    }
+    const char *copy = ig__arena_strdup(s->arena, name);
+    if (!copy) return false;
+    uint32_t i = scope_hash(name) & (s->cap - 1);
+    while (s->names[i]) i = (i + 1) & (s->cap - 1);
+    s->names[i] = copy;
+    s->ids[i] = id;
+    s->n++;
+    return true;
+}
+
+/* A fresh value of g for the branch's own tensor `name` (an initializer or a node output). */
+static ingot_status scope_define(ig_onnx_imp *im, ig_graph *g, const char *name, int32_t *id)
+{
+    if (ig__onnx_scope_find(im->scope, name) >= 0)
+        return ig__pb_errf(&im->pb, INGOT_ERR_MODEL_INVALID, NULL, "tensor '%.200s' is defined twice in the branch",
+                           name);
+    if ((*id = ig__graph_new_value(g, name, im->pb.err)) < 0) return INGOT_ERR_OUT_OF_MEMORY;
+    if (!scope_put(im->scope, name, *id)) return oom(im, "the names of an If branch");
+    return INGOT_OK;
+}
+
+/* A name the branch reads: its own tensor, one of a branch around it, or one of the main graph. */
+static ingot_status scope_resolve(ig_onnx_imp *im, const ig_graph *g, const char *name, const char *reader, int32_t *id)
+{
+    for (const ig_onnx_scope *s = im->scope; s; s = s->parent) {
+        if ((*id = ig__onnx_scope_find(s, name)) >= 0) return INGOT_OK;
+        if (!s->parent && (*id = ig__graph_find(g, name)) >= 0 && *id < s->n_outer) return INGOT_OK;
+    }
+    return ig__pb_errf(&im->pb, INGOT_ERR_MODEL_INVALID, NULL,
+                       "%s reads tensor '%.200s', which neither the branch nor a graph around it defines", reader,
+                       name);
+}
+
+/* The value of a node's input or output name: in the main graph the name itself (created when new), in
+ * an If branch what the scope says (outputs were defined before the branch's nodes were read). */
+static ingot_status node_value(ig_onnx_imp *im, ig_graph *g, const char *name, bool output, const char *label,
+                               int32_t *id)
+{
+    if (!im->scope) return (*id = ig__graph_value(g, name, im->pb.err)) < 0 ? INGOT_ERR_OUT_OF_MEMORY : INGOT_OK;
+    if (output) {
+        *id = ig__onnx_scope_find(im->scope, name);
+        return *id >= 0 ? INGOT_OK
+                        : ig__errf(im->pb.err, INGOT_ERR_INTERNAL, "branch output '%.200s' not defined", name);
+    }
+    char reader[300];
+    snprintf(reader, sizeof reader, "node '%.200s'", label);
+    return scope_resolve(im, g, name, reader, id);
+}
+
 static ingot_status parse_node(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m, int64_t index)
 {
     ig_pb_ctx *c = &im->pb;
@@ -550,14 +635,14 @@ static ingot_status parse_node(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m, int64
             const char *s;
             if ((st = name_of(im, &f, namebuf, sizeof namebuf, &s))) return st;
             int32_t v = -1;
-            if (s[0] && (v = ig__graph_value(g, s, c->err)) < 0) return INGOT_ERR_OUT_OF_MEMORY;
+            if (s[0] && (st = node_value(im, g, s, false, label, &v))) return st;
             g->nodes[id].inputs[ki++] = v;
         } else if (f.num == F_NODE_OUTPUT) {
             const char *s;
             if ((st = name_of(im, &f, namebuf, sizeof namebuf, &s))) return st;
             int32_t v = -1;
             if (s[0]) {
-                if ((v = ig__graph_value(g, s, c->err)) < 0) return INGOT_ERR_OUT_OF_MEMORY;
+                if ((st = node_value(im, g, s, true, label, &v))) return st;
                 ig_value *val = &g->values[v];
                 if (val->producer == id)
                     return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL,
@@ -605,11 +690,15 @@ static ingot_status parse_initializer(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m
     if (st) return st;
     if (!cst.name[0])
         return ig__pb_errf(&im->pb, INGOT_ERR_MODEL_INVALID, NULL, "initializer %" PRId64 " has no name", index);
-    if (ig__graph_find(g, cst.name) >= 0)
-        return ig__pb_errf(&im->pb, INGOT_ERR_MODEL_INVALID, NULL, "initializer '%.200s' appears twice in the graph",
-                           cst.name);
-    int32_t id = ig__graph_value(g, cst.name, im->pb.err);
-    if (id < 0) return INGOT_ERR_OUT_OF_MEMORY;
+    int32_t id;
+    if (im->scope) { /* an If branch's: a fresh name in the main graph */
+        if ((st = scope_define(im, g, cst.name, &id))) return st;
+    } else {
+        if (ig__graph_find(g, cst.name) >= 0)
+            return ig__pb_errf(&im->pb, INGOT_ERR_MODEL_INVALID, NULL,
+                               "initializer '%.200s' appears twice in the graph", cst.name);
+        if ((id = ig__graph_value(g, cst.name, im->pb.err)) < 0) return INGOT_ERR_OUT_OF_MEMORY;
+    }
     ig_value *v = &g->values[id];
     cst.name = v->name;
     v->flags |= IG_VAL_INITIALIZER;
@@ -758,6 +847,108 @@ static ingot_status parse_graph(ig_onnx_imp *im, ig_graph *g, ig_pb_msg *m)
         }
         if (id >= 0 && dt.has_type && !(g->values[id].flags & IG_VAL_DECLARED)) set_decl(&g->values[id], &dt);
         ig__pb_leave(c);
+    }
+    return r < 0 ? INGOT_ERR_MODEL_PARSE : INGOT_OK;
+}
+
+/* ---- an If branch ---- */
+
+ingot_status ig__onnx_parse_branch(ig_onnx_file *file, ig_graph *g, const uint8_t *bytes, size_t len, const char *what,
+                                   ig_onnx_scope *scope, int32_t *outs, int32_t n_outs, ig_err *err)
+{
+    static const uint8_t empty[1];
+    ig_onnx_imp im;
+    memset(&im, 0, sizeof im);
+    ig__pb_init(&im.pb, len ? bytes : empty, len, what, err);
+    im.arena = &g->arena;
+    im.file = file;
+    im.load_external = file->opt.load_external_data;
+    im.scope = scope;
+    ig_pb_ctx *c = &im.pb;
+    ig_pb_msg m = ig__pb_root(c, &ig__pb_graph);
+    ig_pb_field f;
+    int r;
+    ingot_status st;
+    int64_t n_init = 0, n_node = 0, k = 0;
+    char namebuf[256];
+
+    /* pass 1: initializers, as constants with fresh names; a branch declares no inputs */
+    PB_LOOP(&m, f, r)
+    {
+        if (f.num == F_GRAPH_INIT) {
+            ig_pb_msg tm;
+            if ((st = ig__pb_enter(&m, &f, &ig__pb_tensor, "initializer", n_init, &tm))) return st;
+            if ((st = parse_initializer(&im, g, &tm, n_init))) return st;
+            ig__pb_leave(c);
+            n_init++;
+        } else if (f.num == F_GRAPH_SPARSE_INIT) {
+            return ig__pb_errf(c, INGOT_ERR_MODEL_UNSUPPORTED_OP, &f, "sparse initializers are not supported");
+        } else if (f.num == F_GRAPH_INPUT) {
+            return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, &f,
+                               "an If branch takes no inputs, but this one declares one");
+        } else if (f.num == F_GRAPH_OUTPUT) {
+            k++;
+        }
+    }
+    if (r < 0) return INGOT_ERR_MODEL_PARSE;
+    if (k != n_outs)
+        return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "the branch has %" PRId64 " outputs; the If node has %d",
+                           k, (int)n_outs);
+
+    /* pass 2: every name the nodes write, so a node may read what a later one writes (as in the main graph) */
+    ig__pb_rewind(&m);
+    PB_LOOP(&m, f, r)
+    {
+        if (f.num != F_GRAPH_NODE) continue;
+        ig_pb_msg nm;
+        ig_pb_field nf;
+        int nr;
+        if ((st = ig__pb_enter(&m, &f, &ig__pb_node, "node", n_node, &nm))) return st;
+        PB_LOOP(&nm, nf, nr)
+        {
+            const char *s;
+            int32_t id;
+            if (nf.num != F_NODE_OUTPUT) continue;
+            if ((st = name_of(&im, &nf, namebuf, sizeof namebuf, &s))) return st;
+            if (s[0] && (st = scope_define(&im, g, s, &id))) return st;
+        }
+        if (nr < 0) return INGOT_ERR_MODEL_PARSE;
+        ig__pb_leave(c);
+        n_node++;
+    }
+    if (r < 0) return INGOT_ERR_MODEL_PARSE;
+
+    /* pass 3: the nodes, into g */
+    ig__pb_rewind(&m);
+    n_node = 0;
+    PB_LOOP(&m, f, r)
+    {
+        if (f.num != F_GRAPH_NODE) continue;
+        ig_pb_msg nm;
+        if ((st = ig__pb_enter(&m, &f, &ig__pb_node, "node", n_node, &nm))) return st;
+        if ((st = parse_node(&im, g, &nm, n_node))) return st;
+        ig__pb_leave(c);
+        n_node++;
+    }
+    if (r < 0) return INGOT_ERR_MODEL_PARSE;
+
+    /* pass 4: the outputs, by position */
+    ig__pb_rewind(&m);
+    k = 0;
+    PB_LOOP(&m, f, r)
+    {
+        if (f.num != F_GRAPH_OUTPUT) continue;
+        ig_pb_msg vm;
+        const char *name;
+        decl_type dt;
+        char reader[64];
+        if ((st = ig__pb_enter(&m, &f, &ig__pb_value_info, "output", k, &vm))) return st;
+        if ((st = parse_value_info(&im, g, &vm, &name, &dt))) return st;
+        if (!name[0]) return ig__pb_errf(c, INGOT_ERR_MODEL_INVALID, NULL, "the output has no name");
+        snprintf(reader, sizeof reader, "output %" PRId64 " of the branch", k);
+        if ((st = scope_resolve(&im, g, name, reader, &outs[k]))) return st;
+        ig__pb_leave(c);
+        k++;
     }
     return r < 0 ? INGOT_ERR_MODEL_PARSE : INGOT_OK;
 }

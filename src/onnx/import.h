@@ -132,6 +132,7 @@ typedef struct ig_onnx_imp {
     ig_onnx_file *file; /* external data comes through it */
     bool copy_data;     /* copy every tensor's bytes into arena (standalone tensor files) */
     bool load_external;
+    ig_onnx_scope *scope; /* parsing an If branch (ig__onnx_parse_branch): how its names resolve */
 } ig_onnx_imp;
 
 /* NUL-terminated arena copy of a string field; fails (naming the field) on an embedded NUL byte,

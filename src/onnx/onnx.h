@@ -55,6 +55,31 @@ ingot_status ig__onnx_load_file(const char *path, const ig_onnx_options *opt, ig
  * data; NULL forbids it. */
 ingot_status ig__onnx_load_buffer(const void *data, size_t n, const char *base_dir, const ig_onnx_options *opt,
                                   ig_graph *g, ig_onnx_file **file, ig_err *err);
+/* ---- If branches (src/api/inline_if.c): the names of one branch being inlined into the main graph ---- */
+typedef struct ig_onnx_scope {
+    const struct ig_onnx_scope *parent; /* the branch this one's If came from; NULL: the main graph's If */
+    int32_t n_outer;                    /* the main graph's own values are ids [0, n_outer) */
+    /* the branch's own names (initializers, node outputs) -> their values in the main graph, which have
+     * fresh names; open addressing, cap a power of two, names NULL in empty slots */
+    uint32_t cap;
+    int32_t n;
+    const char **names;
+    int32_t *ids;
+    ig_arena *arena; /* where the table lives (the inliner's scratch) */
+} ig_onnx_scope;
+
+/* The value the branch's own name `name` stands for, -1 when the branch does not define it. */
+int32_t ig__onnx_scope_find(const ig_onnx_scope *s, const char *name);
+
+/* Parse the GraphProto at bytes[0 .. len) -- a branch of If node `node` -- into g: its initializers
+ * become constants and its nodes nodes of g, every name it defines a fresh value recorded in scope
+ * (cleared by the caller, parent and n_outer set); a name it reads resolves in scope, then in the
+ * scopes around it, then among the main graph's own values. outs[0 .. n_outs) receive the values of
+ * the branch's outputs, of which there must be exactly n_outs. `what` ("node 'X' (If): then_branch")
+ * starts every error message. */
+ingot_status ig__onnx_parse_branch(ig_onnx_file *file, ig_graph *g, const uint8_t *bytes, size_t len, const char *what,
+                                   ig_onnx_scope *scope, int32_t *outs, int32_t n_outs, ig_err *err);
+
 /* Drop one reference; the last one unmaps and frees. Accepts NULL. */
 void ig__onnx_close(ig_onnx_file *file);
 /* Take another reference (any thread); returns file. Accepts NULL. */

@@ -274,6 +274,13 @@ static ingot_status const_from_sym(ig_value *v, ig_arena *fa, ig_err *err)
     return INGOT_OK;
 }
 
+static bool inputs_typed(const ig_graph *g, const ig_node *n)
+{
+    for (int32_t i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0 && g->values[n->inputs[i]].dtype == INGOT_DTYPE_UNDEFINED) return false;
+    return true;
+}
+
 static void mark_shape_inputs(ig_graph *g)
 {
     bool *need = ig__calloc((size_t)g->n_values + 1, 1);
@@ -323,6 +330,7 @@ ingot_status ig__graph_infer(ig_graph *g, const ig_infer_options *opt, ig_arena 
     for (int32_t k = 0; k < g->n_nodes; k++) {
         ig_node *n = &g->nodes[g->order[k]];
         const ig_op_def *d = ig__op_table[n->op];
+        if (opt->partial && (n->op == IG_OP_if || !inputs_typed(g, n))) continue;
         for (int32_t i = 0; i < n->n_inputs; i++) {
             if (n->inputs[i] < 0) continue;
             const ig_value *v = &g->values[n->inputs[i]];

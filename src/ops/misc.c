@@ -195,6 +195,28 @@ const ig_op_def ig__op_size = {
     .flops = ig__flops_none,
 };
 
+/* ==== If ============================================================================================== */
+
+/* The importer replaces an If whose condition is a build-time constant by the branch it takes
+ * (src/api/inline_if.c) and refuses the others: one that reaches inference came another way (an engine
+ * file written by hand), and neither backend runs control flow. */
+static ingot_status if_infer(ig_infer *cx)
+{
+    return ig__unsupported(cx, "control flow is not run by ingot; an If is replaced by its branch when the model "
+                               "loads, which needs a condition known at build time");
+}
+
+const ig_op_def ig__op_if = {
+    .name = "If",
+    .since = 1,
+    .min_in = 1,
+    .max_in = 1,
+    .min_out = 1,
+    .max_out = -1,
+    .flags = IG_OP_NOFOLD,
+    .infer = if_infer,
+};
+
 /* ==== EyeLike ========================================================================================= */
 
 static ingot_dtype eyelike_dtype(const ig_node *n, ingot_dtype in)

@@ -92,6 +92,9 @@ const ig_op_def *ig__op_find(const char *domain, const char *op_type, int64_t op
 /* ---- inference: the driver ---- */
 typedef struct ig_infer_options {
     size_t fold_max_bytes; /* fold a node only when each output is at most this large */
+    /* leave If nodes, and every node reading a value not typed yet (downstream of an If), uninferred
+     * instead of failing: how model loading learns which If conditions are constant (src/api/inline_if.c) */
+    bool partial;
 } ig_infer_options;
 
 /* Resolve ops, then infer dtypes and shapes of every node in topological order, folding constant

@@ -277,6 +277,47 @@ def cases():
                                       [vi("y", TensorProto.INT32, (3,))], [a, b]).SerializeToString()
 
     # ---- external data (files under ext/; secret.bin outside) ----
+    # ---- If: inlined at load when the condition is a build-time constant, else refused naming the node ----
+    def if_model(then_g, else_g=None, cond_nodes=None, cond="c"):
+        """x[2,3] -> If(cond) -> y; by default cond = Equal(Shape(x)[1], 3), true (a build-time constant)."""
+        three = numpy_helper.from_array(np.array(3, np.int64), "three")
+        one = numpy_helper.from_array(np.array(1, np.int64), "one")
+        if cond_nodes is None:
+            cond_nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                          helper.make_node("Gather", ["s", "one"], ["d"], name="gather"),
+                          helper.make_node("Equal", ["d", "three"], ["c"], name="eq")]
+        attrs = {"then_branch": then_g}
+        if else_g is not None:
+            attrs["else_branch"] = else_g
+        nodes = list(cond_nodes) + [helper.make_node("If", [cond], ["y"], name="if", **attrs)]
+        return model(nodes, [vi("x")], [vi("y")], [three, one]).SerializeToString()
+
+    def branch(nodes, outputs=("b",), inputs=(), inits=()):
+        return helper.make_graph(nodes, "branch", list(inputs), [vi(o) for o in outputs], list(inits))
+
+    neg = branch([helper.make_node("Neg", ["x"], ["b"], name="neg")])
+    c["if_not_constant.onnx"] = if_model(neg, neg, [
+        helper.make_node("ReduceSum", ["x"], ["sum"], name="sum", keepdims=0),
+        helper.make_node("Cast", ["three"], ["threef"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Greater", ["sum", "threef"], ["c"], name="gt")])
+    c["if_cond_not_bool.onnx"] = if_model(neg, neg, [], cond="three")
+    c["if_branch_outputs.onnx"] = if_model(branch([helper.make_node("Neg", ["x"], ["b"], name="neg"),
+                                                   helper.make_node("Abs", ["x"], ["b2"], name="abs")],
+                                                  outputs=("b", "b2")), neg)
+    c["if_branch_unknown_name.onnx"] = if_model(branch([helper.make_node("Add", ["x", "nowhere"], ["b"], name="add")]),
+                                                neg)
+    c["if_branch_input.onnx"] = if_model(branch([helper.make_node("Neg", ["x"], ["b"], name="neg")],
+                                                inputs=[vi("z")]), neg)
+    c["if_branch_empty_op.onnx"] = if_model(branch([helper.make_node("", ["x"], ["b"], name="nop")]), neg)
+    c["if_branch_twice.onnx"] = if_model(branch([helper.make_node("Neg", ["x"], ["b"], name="neg"),
+                                                 helper.make_node("Abs", ["x"], ["b"], name="abs")]), neg)
+    c["if_missing_branch.onnx"] = if_model(neg, None, [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "one"], ["d"], name="gather"),
+        helper.make_node("Greater", ["d", "three"], ["c"], name="gt")])
+    # a branch whose output is the If's own output: a cycle once inlined
+    c["if_branch_cycle.onnx"] = if_model(branch([], outputs=("y",)), neg)
+
     def ext_model(entries, dims=(4,)):
         return relu_with_init(ext_tensor("w", list(dims), entries), dims).SerializeToString()
 

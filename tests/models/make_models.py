@@ -25,6 +25,9 @@ writes OUT/<name>.onnx for:
                       an erf-GELU MLP with residual, mean over tokens, linear head       [batch,3,64,64]
   convnext_stem_mini  ConvNeXt's 4x4/4 stem Conv (patchify) -> channels-last LayerNorm (Transposes
                       around it), a block: depthwise 7x7, channels-last LayerNorm, MLP, residual
+  if_shape_then/_else If over Shape(x)[-1] == 8 (then taken at width 8, else at width 6): branches reading
+                      outer-scope values, with initializers of their own                  [batch,8|6]
+  if_nested           an If inside an If's branch, then an If whose condition depends on its output
 and, with --resnet50 (or --only resnet50), the full-size fixed-shape ResNet-50 v1.5 (224x224, BN
 folded into the convs as torch.onnx exports with constant folding) for the FLOPs check.
 
@@ -421,6 +424,67 @@ def bert_mini(layers=2, hidden=128, heads=4, seq=32, vocab=1000, ffn=512, max_po
     return b.model()
 
 
+def _branch(name, nodes, outputs, inits=()):
+    """An If branch: nodes reading outer-scope values by name, its own initializers, typed-less outputs."""
+    return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                               for o in outputs], list(inits))
+
+
+def _if_on_width(b, x, width, then_g, else_g, name):
+    """If(Shape(x)[-1] == width) as exporters write shape tests: Shape -> Gather -> Equal."""
+    d = b.node("Gather", [b.node("Shape", [x]), b.const_i64(name + "_last", -1)], axis=0)
+    cond = b.node("Equal", [d, b.const_i64(name + "_width", width)])
+    return b.node("If", [cond], name=name, then_branch=then_g, else_branch=else_g)
+
+
+def if_shape(feat):
+    """An If whose condition comes from Shape (then taken when the width is 8, else otherwise): the
+    branches compute different things from outer-scope values (a graph input, a value computed before
+    the If) with initializers of their own."""
+    b = Builder(f"if_shape_{feat}")
+    x = b.input("x", TensorProto.FLOAT, ["batch", feat])
+    h = b.node("Relu", [x])
+    w = numpy_helper.from_array(b.rng.standard_normal(feat).astype(np.float32), "then_w")
+    c = numpy_helper.from_array(b.rng.standard_normal(feat).astype(np.float32), "else_c")
+    then_g = _branch("then", [helper.make_node("Mul", [h, "then_w"], ["t1"]),
+                              helper.make_node("Add", ["t1", x], ["t2"])], ["t2"], [w])
+    else_g = _branch("else", [helper.make_node("Sub", [h, "else_c"], ["e1"]),
+                              helper.make_node("Mul", ["e1", "e1"], ["e2"])], ["e2"], [c])
+    y = b.node("Sigmoid", [_if_on_width(b, x, 8, then_g, else_g, "if_width")])
+    b.output(y, "y", TensorProto.FLOAT, ["batch", feat])
+    return b.model()
+
+
+def if_nested():
+    """An If in an If's branch (its condition computed inside the branch, its branches reading the outer
+    branch's values and the main graph's), then an If whose condition depends on the first one's output
+    (inlined a round later), taking its else branch."""
+    b = Builder("if_nested")
+    x = b.input("x", TensorProto.FLOAT, ["batch", 8])
+    h = b.node("Tanh", [x])
+    w = numpy_helper.from_array(b.rng.standard_normal(8).astype(np.float32), "outer_w")
+    v = numpy_helper.from_array(b.rng.standard_normal(8).astype(np.float32), "inner_w")
+    four = numpy_helper.from_array(np.array(4, np.int64), "inner_four")
+    one = numpy_helper.from_array(np.array(1, np.int64), "inner_one")
+    inner_then = _branch("inner_then", [helper.make_node("Mul", ["a", "inner_w"], ["it"]),
+                                        helper.make_node("Add", ["it", x], ["it2"])], ["it2"], [v])
+    inner_else = _branch("inner_else", [helper.make_node("Neg", ["a"], ["ie"])], ["ie"])
+    outer_then = _branch("outer_then", [
+        helper.make_node("Add", [h, "outer_w"], ["a"]),
+        helper.make_node("Shape", ["a"], ["a_shape"]),
+        helper.make_node("Gather", ["a_shape", "inner_one"], ["a_width"], axis=0),
+        helper.make_node("Greater", ["a_width", "inner_four"], ["inner_cond"]),
+        helper.make_node("If", ["inner_cond"], ["inner_out"], then_branch=inner_then, else_branch=inner_else),
+        helper.make_node("Mul", ["inner_out", h], ["ot"])], ["ot"], [w, four, one])
+    outer_else = _branch("outer_else", [helper.make_node("Identity", [h], ["oe"])], ["oe"])
+    y1 = _if_on_width(b, x, 8, outer_then, outer_else, "if_outer")
+    then2 = _branch("then2", [helper.make_node("Abs", [y1], ["t"])], ["t"])
+    else2 = _branch("else2", [helper.make_node("Sin", [y1], ["e"])], ["e"])
+    y2 = _if_on_width(b, y1, 3, then2, else2, "if_chain")
+    b.output(y2, "y", TensorProto.FLOAT, ["batch", 8])
+    return b.model()
+
+
 def resnet50():
     """ResNet-50 v1.5 (stride 2 on the 3x3 conv of each downsampling bottleneck) at 1x3x224x224, BN folded
     into conv biases. 4.09 GMAC of convolutions + 2 MMAC of the classifier: 8.2 GFLOP."""
@@ -453,6 +517,9 @@ MODELS = {
     "resnetv2_gn_mini": resnetv2_gn_mini,
     "vit_patch_mini": vit_patch_mini,
     "convnext_stem_mini": convnext_stem_mini,
+    "if_shape_then": lambda: if_shape(8),
+    "if_shape_else": lambda: if_shape(6),
+    "if_nested": if_nested,
 }
 
 

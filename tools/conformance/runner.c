@@ -69,6 +69,10 @@ static const char *const op_families[] = {
  * stand in. They are exempt from the coverage rule, and a default-domain op of the same name (ONNX's
  * Attention, opset 23) counts nothing for them. */
 static bool onnx_op(int i) { return strcmp(op_families[i], "fused") != 0; }
+/* Ops the importer replaces when the model loads (an If by the branch its constant condition takes): a
+ * loaded model never lists them, so no node test can count for them; tests/models (if_*) compare such
+ * models with ONNX Runtime and the malformed corpus checks the refusals. */
+static bool replaced_at_load(int i) { return strcmp(op_names[i], "If") == 0; }
 
 #define MSG_MAX   4096
 #define PATH_MAX_ 4096
@@ -980,12 +984,12 @@ int main(int argc, char **argv)
         int n_unc = 0, n_onnx = 0;
         for (int i = 0; i < N_OPS; i++) {
             n_onnx += onnx_op(i);
-            n_unc += onnx_op(i) && c.op_pass[i] == 0;
+            n_unc += onnx_op(i) && c.op_pass[i] == 0 && !replaced_at_load(i);
         }
         if (n_unc) {
             printf("coverage: %d of %d ONNX ops have no passing node test:", n_unc, n_onnx);
             for (int i = 0; i < N_OPS; i++)
-                if (onnx_op(i) && c.op_pass[i] == 0) printf(" %s", op_names[i]);
+                if (onnx_op(i) && c.op_pass[i] == 0 && !replaced_at_load(i)) printf(" %s", op_names[i]);
             printf("\n");
             rc = 1;
         } else {
