@@ -136,6 +136,17 @@ static bool build(const ig_opt_ctx *cx, const ig_opt_group *gr, const int32_t *m
     return p->n_ops <= gr->max_ops && ig__pw_regs_ok(p);
 }
 
+/* Shape a broadcasts to shape b (aligned from the right: each dim of a equal to b's or 1). */
+static bool broadcasts_to(const ig_shape *a, const ig_shape *b)
+{
+    if (a->rank < 0 || b->rank < a->rank) return false;
+    for (int32_t k = 0; k < a->rank; k++) {
+        ig_dim x = a->d[a->rank - 1 - k], y = b->d[b->rank - 1 - k];
+        if (!ig__dim_eq(x, y) && !(x.sym == IG_NOSYM && x.n == 1)) return false;
+    }
+    return true;
+}
+
 /* Can node c join a group whose members are members[0..n)? */
 static bool may_join(const ig_opt_ctx *cx, const int32_t *pos, const ig_opt_group *gr, const int32_t *members,
                      int32_t n, int32_t c)
@@ -144,7 +155,8 @@ static bool may_join(const ig_opt_ctx *cx, const int32_t *pos, const ig_opt_grou
     const ig_node *nd = &g->nodes[c];
     /* shape arithmetic keeps its symbolic element values only through the ONNX ops */
     if (nd->folded || !ig__pw_node_ok(g, nd, gr->int_math) || g->values[nd->outputs[0]].n_sym > 0) return false;
-    if (!ig__opt_shape_eq(&g->values[nd->outputs[0]].shape, &gr->shape)) return false;
+    const ig_shape *cs = &g->values[nd->outputs[0]].shape;
+    if (!ig__opt_shape_eq(cs, &gr->shape) && !(gr->widen && broadcasts_to(&gr->shape, cs))) return false;
     for (int32_t i = 0; i < nd->n_inputs; i++) {
         int32_t v = nd->inputs[i];
         if (v < 0) continue;
@@ -188,6 +200,7 @@ int32_t ig__opt_group_grow(const ig_opt_ctx *cx, const ig_uses *u, const int32_t
     /* the caller's state: the seed alone (nothing fused yet) or its first member */
     gr->final = n ? g->nodes[members[n - 1]].outputs[0] : gr->seed;
     int32_t best_n = 0;
+    ig_shape best_shape = gr->shape; /* with widen, the shape of the group at best_n */
     if (build(cx, gr, members, n, in, &n_in, &p) && closed(cx, u, gr, members, n)) {
         best_n = n;
         gr->prog = p;
@@ -215,14 +228,17 @@ int32_t ig__opt_group_grow(const ig_opt_ctx *cx, const ig_uses *u, const int32_t
         members[n] = best;
         if (!build(cx, gr, members, n + 1, in, &n_in, &p)) break;
         n++;
+        gr->shape = g->values[g->nodes[best].outputs[0]].shape; /* the same, or wider (widen) */
         if (closed(cx, u, gr, members, n)) {
             best_n = n;
+            best_shape = gr->shape;
             gr->prog = p;
             gr->n_in = n_in;
             for (int32_t i = 0; i < n_in; i++) gr->in[i] = in[i];
         }
     }
     gr->n_members = best_n;
+    gr->shape = best_shape;
     for (int32_t i = 0; i < best_n; i++) gr->members[i] = members[i];
     gr->final = best_n ? g->nodes[members[best_n - 1]].outputs[0] : gr->seed;
     return best_n;

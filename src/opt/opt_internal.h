@@ -135,10 +135,14 @@ typedef struct ig_opt_group {
     int32_t max_in;    /* program inputs allowed, fixed ones included */
     int32_t max_ops;   /* instructions allowed, the prelude included */
     ingot_dtype dtype; /* the final value's dtype (the fused op's output type); UNDEFINED: any */
-    ig_shape shape;    /* every member's output shape */
-    int32_t n_fixed;   /* program inputs 0 .. n_fixed-1: in[], the caller's */
-    int32_t seed;      /* the group value the program starts from (input 0, or pre's result); -1: none */
-    bool has_pre;      /* one instruction over the fixed inputs computes the seed (Gemm's acc + beta * C) */
+    ig_shape shape;    /* every member's output shape (with widen: the last member's) */
+    /* a member may have a larger shape that the group's broadcasts to: the group's shape grows to it, and
+     * the earlier members' values are computed per element of it (the pointwise pass: GRN's Add(mean,
+     * eps) [N,1,1,1] joins the Div and the Mul over [N,H,W,C] instead of a launch for two elements) */
+    bool widen;
+    int32_t n_fixed; /* program inputs 0 .. n_fixed-1: in[], the caller's */
+    int32_t seed;    /* the group value the program starts from (input 0, or pre's result); -1: none */
+    bool has_pre;    /* one instruction over the fixed inputs computes the seed (Gemm's acc + beta * C) */
     ig_pw_inst pre;
     /* the group (members[0] may be set by the caller, with n_members 1 and no seed) */
     int32_t n_members;

@@ -5,11 +5,13 @@
  * standalone BatchNormalization, Sigmoid + Mul (SiLU) not after a conv.
  *
  * Groups start at the earliest elementwise node in g->order not yet taken and grow by group.c's rule
- * (members of exactly the first node's output shape, external inputs from before it, closed; at most
+ * (members of the first node's output shape or of a larger one it broadcasts to -- the group's shape
+ * grows to it, and the smaller members are computed per element of it --, external inputs from before
+ * it, closed; at most
  * IG_PW_MAX_IN inputs and IG_PW_MAX_OPS instructions within the registers). The math type is the
  * first node's: int64 when every one of its inputs and outputs is an integer or bool, else fp32; each
- * member must be exact in it (ig__pw_node_ok). The inputs broadcast to the first node's output shape
- * (each member's output is that shape), which is therefore Pointwise's output shape, and the program
+ * member must be exact in it (ig__pw_node_ok). The inputs broadcast to the last member's output shape
+ * (each member's output broadcasts to it), which is therefore Pointwise's output shape, and the program
  * computes each member's value per element, for every shape. A lone elementwise node stays the ONNX
  * op it is: its own kernel computes it as well, and its node tests stay meaningful.
  */
@@ -61,6 +63,7 @@ static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
                        .max_ops = IG_PW_MAX_OPS,
                        .dtype = INGOT_DTYPE_UNDEFINED,
                        .shape = y->shape,
+                       .widen = true,
                        .seed = -1,
                        .n_members = 1};
     gr.members[0] = id;

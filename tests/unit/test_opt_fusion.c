@@ -739,14 +739,16 @@ TEST(gemm_epilogue_near_misses)
 
 /* variant: 0 SiLU Mul(x, Sigmoid(x)); 1 BERT's mask from ids: Equal(ids, 0) -> Not (int64 math), Cast ->
  * Sub(1, .) -> Mul(-10000) (fp32); 2 a standalone BatchNormalization (bn_fold's Mul + Add); 3 a lone
- * Relu; near misses: 10 Sigmoid -> Neg -> Exp with Neg's output a graph output; 11 Add(Relu(x), Neg(z))
- * with the Neg after the Relu; 12 a sum of eight inputs: six inputs at most */
+ * Relu; 4 GRN's tail, members of growing shapes (the group widens); near misses: 13 the same with the
+ * smallest member's output read outside; 10 Sigmoid -> Neg -> Exp with Neg's output a graph output; 11 Add(Relu(x),
+ * Neg(z)) with the Neg after the Relu; 12 a sum of eight inputs: six inputs at most */
 static void build_pw(T *t, int variant)
 {
     int64_t xd[2] = {0, 6}, x3[3] = {0, 3, 4}, cd[1] = {3};
     char ins[96] = "x";
     const char *outs = "y";
-    if (variant != 1) in_f(t, "x", variant == 2 ? 3 : 2, variant == 2 ? x3 : xd);
+    bool grn = variant == 4 || variant == 13;
+    if (variant != 1 && !grn) in_f(t, "x", variant == 2 ? 3 : 2, variant == 2 ? x3 : xd);
     switch (variant) {
     case 0:
         nd(t, "sig", "Sigmoid", "x", "s");
@@ -775,6 +777,21 @@ static void build_pw(T *t, int variant)
         nd(t, "bn", "BatchNormalization", "x,g,b,mu,var", "y");
         break;
     case 3: nd(t, "relu", "Relu", "x", "y"); break;
+    case 4:
+    case 13: { /* ConvNeXt-V2's GRN tail over three shapes: [b,1,1,1] -> [b,1,1,4] -> [b,2,3,4] */
+        int64_t md[4] = {0, 1, 1, 1}, gd[4] = {0, 1, 1, 4}, bd[4] = {0, 2, 3, 4};
+        in_f(t, "m", 4, md);
+        in_f(t, "gx", 4, gd);
+        in_f(t, "x", 4, bd);
+        scalar_f(t, "eps", 1e-6);
+        nd(t, "add_eps", "Add", "m,eps", "d");
+        nd(t, "div", "Div", "gx,d", "nx");
+        nd(t, "mul", "Mul", "x,nx", "p");
+        nd(t, "res", "Add", "p,x", "y");
+        strcpy(ins, "m,gx,x");
+        if (variant == 13) outs = "y,d"; /* the small member read outside: it cannot join */
+        break;
+    }
     case 10:
         nd(t, "sig", "Sigmoid", "x", "s");
         nd(t, "neg", "Neg", "s", "n");
@@ -850,6 +867,17 @@ TEST(pointwise_forms)
     ASSERT_STREQ(p->covers[0], "bn (BatchNormalization)");
     ig__opt_report_free(&rep);
     t_free(&t);
+    /* shapes growing along the chain: one program over the largest, the small members per element */
+    AGREES(equiv(build_pw, 4, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 1);
+    p = find_op(&t.g, "Pointwise");
+    ASSERT(p);
+    ASSERT_EQ(p->outputs[0], vid(&t, "y"));
+    ASSERT_EQ(p->n_covers, 4);
+    ASSERT_EQ(p->n_inputs, 3);
+    ASSERT_STREQ(prog_str(&t, p), "x0,x1,x2 -> t0=ADD(x0,1e-06) t1=DIV(x1,t0) t2=MUL(x2,t1) t3=ADD(t2,x2)");
+    ig__opt_report_free(&rep);
+    t_free(&t);
     /* a lone elementwise node stays */
     AGREES(equiv(build_pw, 3, NULL, &t, &rep));
     ASSERT(find_op(&t.g, "Relu"));
@@ -878,6 +906,15 @@ TEST(pointwise_near_misses)
     ASSERT_EQ(p->n_inputs, 2);
     ASSERT_EQ(p->inputs[0], vid(&t, "z"));
     ASSERT_EQ(p->inputs[1], vid(&t, "a"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+    /* GRN's Add(m, eps) also read outside: it stays; the Div widens into the Mul and the Add */
+    AGREES(equiv(build_pw, 13, NULL, &t, &rep));
+    ASSERT_EQ(live_count(&t.g, NULL), 2);
+    p = find_op(&t.g, "Pointwise");
+    ASSERT(p && find_op(&t.g, "Add"));
+    ASSERT_EQ(p->outputs[0], vid(&t, "y"));
+    ASSERT_EQ(p->n_covers, 3);
     ig__opt_report_free(&rep);
     t_free(&t);
     /* eight inputs: six in the first program, the rest in a second */
