@@ -325,8 +325,25 @@ typedef struct conv_cand {
     size_t ws;
 } conv_cand;
 
-/* ms of CONV_TUNE_REPS calls of candidate k (its math type set on the descriptor), FLT_MAX when a call
- * fails. */
+/* One call of a candidate, for ig__cu_time_calls. */
+typedef struct conv_timed {
+    ig_cu_libs *L;
+    const ig_cu_step *s;
+    int algo;
+    void *const *ptrs;
+    void *ws;
+    size_t ws_bytes;
+} conv_timed;
+
+static bool conv_timed_call(void *ctx, cudaStream_t stream)
+{
+    const conv_timed *t = ctx;
+    (void)stream; /* the handle's stream, set by the tuner */
+    return conv_call(t->L, t->s, t->algo, t->ptrs, t->ws, t->ws_bytes) == CUDNN_STATUS_SUCCESS;
+}
+
+/* ms of CONV_TUNE_REPS calls of candidate k (its math type set on the descriptor) as a graph replay,
+ * FLT_MAX when a call fails. */
 static ingot_status time_cand(ig_cu_libs *L, ig_cu_step *s, const conv_cand *k, void *const *ptrs, void *ws,
                               size_t ws_bytes, cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1, float *ms,
                               const char *label, ig_err *err)
@@ -335,21 +352,12 @@ static ingot_status time_cand(ig_cu_libs *L, ig_cu_step *s, const conv_cand *k, 
     ingot_status st;
     *ms = FLT_MAX;
     if ((st = IG_CUDNN(err, label, cudnnSetConvolutionMathType(c->conv, k->math))) != INGOT_OK) return st;
-    if (conv_call(L, s, k->algo, ptrs, ws, ws_bytes) != CUDNN_STATUS_SUCCESS) { /* warm-up */
+    if (conv_call(L, s, k->algo, ptrs, ws, ws_bytes) != CUDNN_STATUS_SUCCESS) { /* warm-up, outside capture */
         cudaGetLastError();
         return INGOT_OK;
     }
-    if ((st = IG_CU(err, label, cudaEventRecord(e0, stream))) != INGOT_OK) return st;
-    for (int r = 0; r < CONV_TUNE_REPS; r++)
-        if (conv_call(L, s, k->algo, ptrs, ws, ws_bytes) != CUDNN_STATUS_SUCCESS) {
-            cudaGetLastError();
-            return IG_CU(err, label, cudaStreamSynchronize(stream));
-        }
-    if ((st = IG_CU(err, label, cudaEventRecord(e1, stream))) != INGOT_OK ||
-        (st = IG_CU(err, label, cudaEventSynchronize(e1))) != INGOT_OK ||
-        (st = IG_CU(err, label, cudaEventElapsedTime(ms, e0, e1))) != INGOT_OK)
-        return st;
-    return INGOT_OK;
+    conv_timed t = {L, s, k->algo, ptrs, ws, ws_bytes};
+    return ig__cu_time_calls(conv_timed_call, &t, CONV_TUNE_REPS, stream, e0, e1, ms, label, err);
 }
 
 ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
@@ -362,9 +370,13 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     conv_perf perf[CONV_CANDIDATES];
     int n = 0;
     conv_candidates(L, s, ptrs, ws, ws_bytes, perf, &n); /* none (a failure): keep the heuristic's choice */
-    conv_cand cand[CONV_RETIME];
+    /* the heuristic's choice (prepare's) always runs the race: cudnnFind's one timing each is on the
+     * stream, host work included, so its ranking at small sizes is not the graph's */
+    conv_cand cand[CONV_RETIME + 1];
     int n_cand = 0;
-    for (int i = 0; i < n && n_cand < CONV_RETIME; i++) {
+    cand[n_cand++] = (conv_cand){(int)c->algo, c->math, c->ws};
+    for (int i = 0; i < n && n_cand < CONV_RETIME + 1; i++) {
+        if (perf[i].algo == cand[0].algo && perf[i].math == cand[0].math) continue;
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;
         if (c->math == CUDNN_FMA_MATH && perf[i].math != CUDNN_FMA_MATH && perf[i].math != CUDNN_DEFAULT_MATH) continue;
         cand[n_cand++] =

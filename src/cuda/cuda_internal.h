@@ -358,6 +358,15 @@ ingot_status ig__cu_gemm_run(ig_cu_libs *L, const ig_cu_step *s, void *const *pt
                              const char *label, ig_err *err);
 void ig__cu_gemm_release(ig_cu_step *s);
 
+/* ---- timing candidates (tune.c) ------------------------------------------------------------------ */
+/* One call of a candidate on stream s; false when the library refuses it. */
+typedef bool (*ig_cu_call)(void *ctx, cudaStream_t s);
+/* The ms of `reps` calls replayed as a CUDA Graph (how a context runs them: the library's host work per
+ * call stays out), or on the stream when the calls do not capture; FLT_MAX when a call fails. Errors only
+ * for a failing stream or event. */
+ingot_status ig__cu_time_calls(ig_cu_call call, void *ctx, int reps, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
+                               float *ms, const char *label, ig_err *err);
+
 /* ---- the engine's algorithm choices (algos.c) ---------------------------------------------------- */
 
 #define IG_CU_ALGO_KEY 512 /* bytes of a problem key, NUL included */

@@ -241,6 +241,22 @@ static cublasStatus_t gemm_call(ig_cu_libs *L, const ig_cu_step *s, const cublas
                           g->ld, algo, ws, ws_bytes, stream);
 }
 
+/* One call of a candidate, for ig__cu_time_calls. */
+typedef struct gemm_timed {
+    ig_cu_libs *L;
+    const ig_cu_step *s;
+    const cublasLtMatmulAlgo_t *algo;
+    void *const *ptrs;
+    void *ws;
+    size_t ws_bytes;
+} gemm_timed;
+
+static bool gemm_timed_call(void *ctx, cudaStream_t stream)
+{
+    const gemm_timed *t = ctx;
+    return gemm_call(t->L, t->s, t->algo, t->ptrs, t->ws, t->ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
+}
+
 ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, void *ws, size_t ws_bytes,
                               cudaStream_t stream, const char *label, ig_err *err)
 {
@@ -253,17 +269,15 @@ ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     int best_i = -1;
     for (int i = 0; i < g->n_cand; i++) {
         if (g->cand[i].state != CUBLAS_STATUS_SUCCESS || g->cand[i].workspaceSize > ws_bytes) continue;
-        if (gemm_call(L, s, &g->cand[i].algo, ptrs, ws, ws_bytes, stream) != CUBLAS_STATUS_SUCCESS) continue;
-        if ((st = IG_CU(err, label, cudaEventRecord(e0, stream))) != INGOT_OK) goto out;
-        bool ok = true;
-        for (int r = 0; r < GEMM_TUNE_REPS && ok; r++)
-            ok = gemm_call(L, s, &g->cand[i].algo, ptrs, ws, ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
-        if ((st = IG_CU(err, label, cudaEventRecord(e1, stream))) != INGOT_OK ||
-            (st = IG_CU(err, label, cudaEventSynchronize(e1))) != INGOT_OK)
+        if (gemm_call(L, s, &g->cand[i].algo, ptrs, ws, ws_bytes, stream) != CUBLAS_STATUS_SUCCESS) { /* warm-up */
+            cudaGetLastError();
+            continue;
+        }
+        gemm_timed t = {L, s, &g->cand[i].algo, ptrs, ws, ws_bytes};
+        float ms = FLT_MAX;
+        if ((st = ig__cu_time_calls(gemm_timed_call, &t, GEMM_TUNE_REPS, stream, e0, e1, &ms, label, err)) != INGOT_OK)
             goto out;
-        float ms = 0;
-        if ((st = IG_CU(err, label, cudaEventElapsedTime(&ms, e0, e1))) != INGOT_OK) goto out;
-        if (ok && ms < best) {
+        if (ms < best) {
             best = ms;
             best_i = i;
         }
