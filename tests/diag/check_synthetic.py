@@ -12,8 +12,8 @@ Makes the models of make_synthetic.py and runs `ingot profile --json` (and `ingo
     capacity         sweep 512..8192 (32 MB a sample): stops where device memory runs out, saying so
     --model M        (any number) a real model at fp16 batch 32, profiled in under 10 s
   and, on every GPU profile, the memory accounts within 2 MiB of what cudaMemGetInfo says is used,
-  and prints, per model, how far the sum of the step times is from the step-by-step run (checked within
-  5% for the real models).
+  and prints, per model, the sum of the step times (each timed inside a graph replay), the replay and the
+  step-by-step run (the steps checked within 5% of the replay for the real models).
 
   with --cpu (CI): the same models at CPU sizes against the CPU's ceilings, checking what holds there:
     every report well formed (classes adding up, costs on every step), the GEMM the fastest arithmetic
@@ -55,10 +55,9 @@ def profile(model, extra, env):
     check(abs(shares - 1) < 1e-6, f"  class shares add up to 1 ({shares:.4f})")
     check(all(s["ms"] > 0 and s["class"] in d["classes"] for s in d["steps"]), "  every step timed and classed")
     run = d["run"]
-    off = abs(run["steps_ms"] - run["run_stream_ms"]) / max(run["run_stream_ms"], 1e-12)
     print(f"  {d['bottleneck']}: {d['verdict']}")
-    print(f"  steps sum {run['steps_ms']:.4f} ms vs step-by-step run {run['run_stream_ms']:.4f} ms "
-          f"({100 * off:.1f}% apart), graph replay {run['run_ms']:.4f} ms")
+    print(f"  steps sum {run['steps_ms']:.4f} ms, graph replay {run['run_ms']:.4f} ms, step-by-step run "
+          f"{run['run_stream_ms']:.4f} ms")
     mem = d["memory"]
     if mem["device"]:
         # the accounts against cudaMemGetInfo after every run: weights, arena, handles, graph, context, the
@@ -82,9 +81,11 @@ def main_gpu(m, env):
         check(d is not None and time.time() - t0 < 10,
               f"{os.path.basename(model)}: profiled in {time.time() - t0:.1f} s (< 10 s)")
         if d:  # the target for real models; a chain of 200 steps of 5 us carries its events' cost visibly
+            # the steps are timed inside a graph replay (docs/DIAGNOSE.md): they sum to that replay
             run = d["run"]
-            off = abs(run["steps_ms"] - run["run_stream_ms"]) / max(run["run_stream_ms"], 1e-12)
-            check(off <= 0.05, f"{os.path.basename(model)}: the steps sum to within 5% of the step-by-step run "
+            ref, what = (run["run_ms"], "graph replay") if run["graphs"] else (run["run_stream_ms"], "step-by-step run")
+            off = abs(run["steps_ms"] - ref) / max(ref, 1e-12)
+            check(off <= 0.05, f"{os.path.basename(model)}: the steps sum to within 5% of the {what} "
                                f"({100 * off:.1f}%)")
     d = profile(m["tiny_chain"], ["--batch", "1"], env)
     if d:
