@@ -78,6 +78,22 @@ __device__ __forceinline__ Wf wf_of(float cnt, float sum, float sq, float shift)
     return w;
 }
 
+/* The block's state from every thread's w (GN_BLOCK threads; sm holds GN_BLOCK / 32), stored by thread 0
+ * as partial `part` of row `row`: the tail of the rows-statistics kernels. */
+__device__ __forceinline__ void gn_block_partial(Wf w, Wf *sm, const ig_groupnorm_args &a, int64_t row, int64_t part)
+{
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) w = wf_merge(w, wf_shfl(w, m));
+    if (threadIdx.x % 32 == 0) sm[threadIdx.x / 32] = w;
+    __syncthreads();
+    if (threadIdx.x >= 32) return; /* the kernel's last act: the first warp finishes */
+    w = threadIdx.x < GN_BLOCK / 32 ? sm[threadIdx.x] : Wf{0.f, 0.f, 0.f};
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) w = wf_merge(w, wf_shfl(w, m));
+    if (threadIdx.x == 0)
+        reinterpret_cast<float4 *>(a.part)[row * a.split + part] = make_float4(w.n, w.mean, w.m2, 0.f);
+}
+
 /* NCHW: block (row = n * c + ch, split). */
 __global__ void __launch_bounds__(GN_BLOCK) gn_stats_rows(const ig_groupnorm_args a)
 {
@@ -92,17 +108,7 @@ __global__ void __launch_bounds__(GN_BLOCK) gn_stats_rows(const ig_groupnorm_arg
         sq += v * v;
         cnt += 1.f;
     }
-    Wf w = wf_of(cnt, sum, sq, shift);
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) w = wf_merge(w, wf_shfl(w, m));
-    if (threadIdx.x % 32 == 0) sm[threadIdx.x / 32] = w;
-    __syncthreads();
-    if (threadIdx.x >= 32) return;
-    w = threadIdx.x < GN_BLOCK / 32 ? sm[threadIdx.x] : Wf{0.f, 0.f, 0.f};
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) w = wf_merge(w, wf_shfl(w, m));
-    if (threadIdx.x == 0)
-        reinterpret_cast<float4 *>(a.part)[row * a.split + part] = make_float4(w.n, w.mean, w.m2, 0.f);
+    gn_block_partial(wf_of(cnt, sum, sq, shift), sm, a, row, part);
 }
 
 /* Channels-last: block (n, tile of 32 channels, split); threads 32 channels x 8 spatial rows. */

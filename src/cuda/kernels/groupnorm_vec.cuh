@@ -153,17 +153,8 @@ template <int DT> __global__ void __launch_bounds__(GN_BLOCK) gn_stats_rows_vec(
         q += sq[k];
     }
     const int64_t mine = j1 - j0 - threadIdx.x; /* this thread's vectors: ceil(mine / GN_BLOCK) */
-    Wf w = wf_of(mine > 0 ? (float)(((mine + GN_BLOCK - 1) / GN_BLOCK) * V) : 0.f, s, q, first);
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) w = wf_merge(w, wf_shfl(w, m));
-    if (threadIdx.x % 32 == 0) sm[threadIdx.x / 32] = w;
-    __syncthreads();
-    if (threadIdx.x >= 32) return;
-    w = threadIdx.x < GN_BLOCK / 32 ? sm[threadIdx.x] : Wf{0.f, 0.f, 0.f};
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) w = wf_merge(w, wf_shfl(w, m));
-    if (threadIdx.x == 0)
-        reinterpret_cast<float4 *>(a.part)[row * a.split + part] = make_float4(w.n, w.mean, w.m2, 0.f);
+    gn_block_partial(wf_of(mine > 0 ? (float)(((mine + GN_BLOCK - 1) / GN_BLOCK) * V) : 0.f, s, q, first), sm, a, row,
+                     part);
 }
 
 /* Mean, rstd * scale and bias of channel ch of batch item n (32-bit: channels and groups are few). */
