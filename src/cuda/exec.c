@@ -1296,9 +1296,12 @@ static cudaGraphExec_t profile_graph(ig_cuda_ctx *c, instance *in, int64_t n, cu
         cudaGetLastError();
         return NULL;
     }
-    bool ok = cudaEventRecord(ev[0], s) == cudaSuccess;
+    /* External: a plain record inside a capture only orders streams within the graph and is never
+     * recorded at replay (the pass then found the events unrecorded and fell back to the stream). */
+    bool ok = cudaEventRecordWithFlags(ev[0], s, cudaEventRecordExternal) == cudaSuccess;
     for (int64_t k = 0; k < n && ok; k++)
-        ok = launch_step(c, in, &p->steps[k], s, &quiet) == INGOT_OK && cudaEventRecord(ev[k + 1], s) == cudaSuccess;
+        ok = launch_step(c, in, &p->steps[k], s, &quiet) == INGOT_OK &&
+             cudaEventRecordWithFlags(ev[k + 1], s, cudaEventRecordExternal) == cudaSuccess;
     ok = cudaStreamEndCapture(s, &g) == cudaSuccess && ok && g;
     if (ok && cudaGraphInstantiate(&x, g, 0) != cudaSuccess) x = NULL;
     if (g) cudaGraphDestroy(g);
@@ -1368,6 +1371,9 @@ int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *co
         x = NULL;
         cudaGetLastError();
     }
+    if (!x && st == INGOT_OK && c->graphs && !in->capture_failed)
+        ig__log(INGOT_LOG_WARN,
+                "profile: the steps did not replay as a graph; timed on the stream, host work included");
     double t0 = ig__now_ms();
     do
         if (st == INGOT_OK) st = profile_pass(c, in, x, n, ev, s, t, err);
