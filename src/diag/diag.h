@@ -30,6 +30,11 @@
 #define IG_DIAG_ROOF_SHARE     0.60 /* at or above this share of a roof, the step is bound by it */
 #define IG_DIAG_SMALL_LAUNCHES 4.0  /* work or time under this many launch latencies: latency-bound */
 #define IG_DIAG_CACHE_SHARE    1.25 /* above this share of the copy bandwidth the bytes came from a cache */
+/* Steps timed inside a graph replay carry an event node after each, and each node holds the next kernel
+ * back (H200: 1-3 us a step, 6-20% of the benchmark models' replays at batch 32). Their excess over the
+ * replay without events, per step and up to this much, is the probes' cost and comes off every step;
+ * more than this is not an event's cost (host work timed on a stream) and stays, visibly. */
+#define IG_DIAG_PROBE_MAX_MS 0.005
 
 typedef enum ig_diag_class {
     IG_DIAG_BANDWIDTH = 0,
@@ -130,6 +135,7 @@ typedef struct ig_diag_report {
     int64_t n_sweep;
     ig_diag_sweep_row *sweep; /* [n_sweep], owned by the caller */
     /* results of ig__diag_analyze */
+    double probe_ms;                       /* per step, what timing it cost, taken off each step; 0 before */
     double steps_ms;                       /* sum of the step times */
     double class_ms[IG_DIAG_N_CLASSES];    /* time by class */
     double class_share[IG_DIAG_N_CLASSES]; /* of steps_ms */

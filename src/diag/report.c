@@ -138,6 +138,7 @@ bool ig__diag_write_json(const ig_diag_report *r, FILE *f)
     jnum(f, "run_stream_ms", r->run_stream_ms, ", ");
     fprintf(f, "\"graphs\": %s, ", r->graphs ? "true" : "false");
     jnum(f, "steps_ms", r->steps_ms, ", ");
+    jnum(f, "probe_ms", r->probe_ms, ", ");
     jnum(f, "idle_share", r->idle_share, ", ");
     jnum(f, "graph_gain", r->graph_gain, ", ");
     jnum(f, "launch_share", r->launch_share, "},\n");

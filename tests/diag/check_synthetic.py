@@ -85,8 +85,10 @@ def main_gpu(m, env):
             run = d["run"]
             ref, what = (run["run_ms"], "graph replay") if run["graphs"] else (run["run_stream_ms"], "step-by-step run")
             off = abs(run["steps_ms"] - ref) / max(ref, 1e-12)
+            # each step's event node costs the pipeline a little; the profile takes up to 5 us a step of
+            # it off (probe_ms), and more than that leaves the sum off
             check(off <= 0.05, f"{os.path.basename(model)}: the steps sum to within 5% of the {what} "
-                               f"({100 * off:.1f}%)")
+                               f"({100 * off:.1f}%; probes {1e3 * run.get('probe_ms', 0):.2f} us a step)")
     d = profile(m["tiny_chain"], ["--batch", "1"], env)
     if d:
         check(d["bottleneck"] == "launch", "tiny_chain: launch-bound")

@@ -173,6 +173,41 @@ TEST(analyze_bandwidth_bound)
     ASSERT_CONTAINS(r.verdict, "fp16 storage halves");
 }
 
+/* Steps timed in a graph with an event after each sum to more than the replay: the excess per step (up to
+ * IG_DIAG_PROBE_MAX_MS) comes off each, never below a quarter of a step; more than that stays. */
+TEST(analyze_probe_cost)
+{
+    ig_diag_step s[4];
+    const double ms[4] = {0.100, 0.050, 0.0016, 0.200};
+    for (int k = 0; k < 4; k++) s[k] = step("ew", "Add", ms[k], 0, 1e6, INGOT_DTYPE_FLOAT);
+    ig_diag_report r = report_with(s, 4);
+    r.graphs = true;
+    r.run_ms = 0.3436; /* 0.3516 measured: 2 us a step of probes */
+    r.run_stream_ms = 0.5;
+    ig__diag_analyze(&r);
+    ASSERT_NEAR(r.probe_ms, 0.002, 1e-12);
+    ASSERT_NEAR(s[0].p.ms, 0.098, 1e-12);
+    ASSERT_NEAR(s[2].p.ms, 0.0004, 1e-12); /* a quarter of its 1.6 us, not negative */
+    ASSERT_NEAR(r.steps_ms, 0.098 + 0.048 + 0.0004 + 0.198, 1e-12);
+    ig__diag_analyze(&r); /* again: nothing more comes off */
+    ASSERT_NEAR(s[0].p.ms, 0.098, 1e-12);
+    /* 50 us a step over the replay is host work on a stream, not a probe: left as measured */
+    ig_diag_step t[2] = {step("conv", "Conv", 0.1, 0, 1e6, INGOT_DTYPE_FLOAT),
+                         step("conv", "Conv", 0.1, 0, 1e6, INGOT_DTYPE_FLOAT)};
+    ig_diag_report q = report_with(t, 2);
+    q.graphs = true;
+    q.run_ms = 0.1;
+    ig__diag_analyze(&q);
+    ASSERT_NEAR(q.probe_ms, 0, 0);
+    ASSERT_NEAR(q.steps_ms, 0.2, 1e-12);
+    /* no graph replay: nothing to compare with */
+    ig_diag_step u = step("ew", "Add", 0.1, 0, 1e6, INGOT_DTYPE_FLOAT);
+    ig_diag_report v = report_with(&u, 1);
+    v.run_ms = 0.09;
+    ig__diag_analyze(&v);
+    ASSERT_NEAR(v.steps_ms, 0.1, 1e-12);
+}
+
 TEST(analyze_launch_bound)
 {
     /* 100 tiny steps of 10 us, run step by step in 2 ms (1 ms of gaps) and as a graph in 1.1 ms */
@@ -483,5 +518,6 @@ TEST(cache_files)
 }
 
 TEST_MAIN(RUN(cpu_profile_api); RUN(classify_bandwidth); RUN(classify_compute); RUN(classify_latency);
-          RUN(analyze_bandwidth_bound); RUN(analyze_launch_bound); RUN(analyze_compute_and_inefficient);
-          RUN(analyze_capacity); RUN(writers); RUN(ceilings_cache); RUN(cache_files))
+          RUN(analyze_bandwidth_bound); RUN(analyze_probe_cost); RUN(analyze_launch_bound);
+          RUN(analyze_compute_and_inefficient); RUN(analyze_capacity); RUN(writers); RUN(ceilings_cache);
+          RUN(cache_files))

@@ -494,6 +494,9 @@ static void print_text(const ig_diag_report *r, int all_steps)
     printf(", launch %.2f us (`ingot device` measured them)\n", c->launch_us);
     printf("  time per inference %.4f ms%s; step by step %.4f ms; sum of steps %.4f ms; idle %.0f%%\n", r->run_ms,
            r->graphs ? " (CUDA Graph replay)" : "", r->run_stream_ms, r->steps_ms, 100 * r->idle_share);
+    if (r->probe_ms > 0)
+        printf("  the steps were timed with an event after each; its cost, %.2f us a step, is taken off each\n",
+               1e3 * r->probe_ms);
     if (r->graphs) printf("  CUDA Graph replay saves %.0f%% of the step-by-step time\n", 100 * r->graph_gain);
     printf("  bottleneck: %s\n  verdict: %s\n", r->bottleneck, r->verdict);
     printf("  time by class:\n");
