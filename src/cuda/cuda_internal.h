@@ -367,9 +367,9 @@ typedef bool (*ig_cu_call)(void *ctx, cudaStream_t s);
 ingot_status ig__cu_time_calls(ig_cu_call call, void *ctx, int reps, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
                                float *ms, const char *label, ig_err *err);
 
-/* A library's own first choice keeps its place unless a candidate beats it by this factor: timed alone,
- * a call repeats on operands hot in L2, and the winners of near ties so found ran ResNet-50, GoogLeNet
- * and HRNet-W18-small at batch 1 3% slower than the heuristic's choices (H200, 2026-12-02, 6cf60a8). */
+/* A library's own first choice keeps its place unless a candidate beats it by this factor: one timed
+ * replay per candidate does not resolve nearer ties, and a tie changed from build to build is noise in
+ * every later measurement. */
 #define IG_CU_TUNE_MARGIN 0.95f
 
 /* ---- the engine's algorithm choices (algos.c) ---------------------------------------------------- */

@@ -6,10 +6,10 @@
  *
  *  - device memory flat: cudaMemGetInfo's free memory, the library's live bytes and its allocation and
  *    free counts (ingot_cuda_alloc_counts) the same at the end as after the warm-up (growth in bytes);
- *  - host memory flat: the anonymous resident set (/proc/self/statm: resident - shared) the same at the end
- *    as after the warm-up (the whole resident set is printed too: library code pages that a rare path
- *    touches late count there), and the library's own host allocations (ingot_host_alloc_counts) all
- *    freed again, which tells growth in the library from growth in the CUDA driver or the C library;
+ *  - host memory flat: the library's own host allocations (ingot_host_alloc_counts) all freed again,
+ *    exactly; the anonymous resident set (/proc/self/statm: resident - shared), which also holds the CUDA
+ *    driver's and the C library's pages, grown by less than one byte in 16 runs (a page now and then is
+ *    not a leak; the whole resident set is printed too);
  *  - latency stable: p50 and p99 of each of --windows windows of runs (host time from enqueue to the
  *    stream's completion), and the ratio of the last window's p99 to the first's (<= --p99-ratio);
  *  - results identical to the first run, bit for bit, checked every --check-every runs of each thread.
@@ -488,10 +488,15 @@ int main(int argc, char **argv)
           "%s %s: the library's host allocations flat after the warm-up: %+lld not freed (%llu made and freed "
           "during the runs)",
           path, pn, (long long)(m1.host_live - m0.host_live), (unsigned long long)(m1.host_made - m0.host_made));
-    CHECK(anon_growth == 0 && m1.rss_anon >= 0,
-          "%s %s: host memory flat after the warm-up: anonymous resident growth %lld bytes (%lld -> %lld; the whole "
-          "resident set, library pages included, %+lld)",
-          path, pn, anon_growth, m0.rss_anon, m1.rss_anon, rss_growth);
+    /* The library's host allocations are checked exactly above. The process's anonymous resident set also
+     * holds the CUDA driver's and the C library's pages, which take a page now and then with no leak
+     * (H200, 2026-12-02: 32 KiB over 1,000,000 runs of bert_layer, 16 KiB over 605,276 of resnet_block,
+     * the library's allocations flat); a leak of one byte in every 16 runs would pass that. */
+    long long anon_limit = (long long)(done_all / 16);
+    CHECK(anon_growth <= anon_limit && m1.rss_anon >= 0,
+          "%s %s: host memory flat after the warm-up: anonymous resident growth %lld bytes, under one byte in 16 "
+          "runs (%lld; %lld -> %lld; the whole resident set, library pages included, %+lld)",
+          path, pn, anon_growth, anon_limit, m0.rss_anon, m1.rss_anon, rss_growth);
     CHECK(n_win > 0 && ratio <= p99_ratio_max,
           "%s %s: p99 latency stable: first window %.4f ms, last %.4f ms (ratio %.3f, limit %.2f); min %.4f, max "
           "%.4f",
