@@ -105,6 +105,21 @@ def main_gpu(m, env):
         check(d["bottleneck"] == "compute", "big_gemm fp16: compute-bound")
         top = max(d["steps"], key=lambda s: s["ms"])
         check(top["class"] == "compute", f"big_gemm fp16: the GEMM at {100 * top['pct_flops']:.0f}% of the fp16 rate")
+    # the field report's experiment on a bandwidth-bound model: batch 16 -> 24 -> 32 multiplies the memory
+    # and leaves the throughput where it was (saving memory or adding batch does not move a bandwidth roof)
+    r = ingot(["sweep", m["big_elementwise"], "--batch", "16,24,32", "--json"], env)
+    if check(r.returncode == 0, "ingot sweep big_elementwise --batch 16,24,32"):
+        sw = json.loads(r.stdout)["sweep"]
+        print("  batch  samples/s  latency ms  peak MB  bottleneck")
+        for w in sw:
+            print(f"  {w['batch']:5d}  {w['throughput']:9.1f}  {w['latency_ms']:10.4f}  {w['peak_bytes'] / 1e6:7.1f}  "
+                  f"{w['bottleneck']}")
+        if check(len(sw) == 3 and all(w["ok"] for w in sw), "big_elementwise: batches 16, 24 and 32 ran"):
+            gain = sw[2]["throughput"] / max(sw[0]["throughput"], 1e-9)
+            grow = sw[2]["peak_bytes"] / max(sw[0]["peak_bytes"], 1.0)
+            check(all(w["bottleneck"] == "bandwidth" for w in sw), "big_elementwise: bandwidth-bound at every batch")
+            check(grow >= 1.8 and 0.85 <= gain <= 1.15,
+                  f"big_elementwise: batch 32 holds {grow:.2f}x the memory of batch 16 for {gain:.2f}x the throughput")
     r = ingot(["sweep", m["capacity"], "--batch", "512,1024,2048,4096,8192", "--json"], env, timeout=900)
     if check(r.returncode == 0, "ingot sweep capacity"):
         sw = json.loads(r.stdout)["sweep"]
