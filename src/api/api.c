@@ -947,9 +947,11 @@ ingot_status ingot_context_create(ingot_engine *e, const ingot_context_options *
     ingot_status st = ig__graph_instance(&e->graph, &c->graph, &err);
     if (st == INGOT_OK && (!(c->bound_values = ig__calloc((size_t)e->n_inputs + 1, sizeof(void *))) ||
                            !(c->given = ig__calloc((size_t)e->n_inputs + 1, sizeof *c->given)) ||
-                           !(c->input_pos = ig__malloc(sizeof(int32_t) * ((size_t)c->graph.n_values + 1)))))
+                           !(c->input_pos = ig__malloc(sizeof(int32_t) * ((size_t)c->graph.n_values + 1))) ||
+                           !(c->sym_val = ig__calloc((size_t)c->graph.n_syms + 1, sizeof(int64_t)))))
         st = ig__errf(&err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
     if (st == INGOT_OK) {
+        c->sym_cap = c->graph.n_syms + 1;
         for (int32_t v = 0; v < c->graph.n_values; v++) c->input_pos[v] = -1;
         for (int32_t i = 0; i < c->graph.n_inputs; i++) c->input_pos[c->graph.inputs[i]] = i;
     }
@@ -985,6 +987,7 @@ void ingot_context_destroy(ingot_context *c)
     ig__free(c->bound_values);
     ig__free(c->given);
     ig__free(c->input_pos);
+    ig__free(c->sym_val);
     ig__graph_free(&c->graph);
     ig__arena_free(&c->fold_arena);
     ig__free(c);
@@ -1012,9 +1015,16 @@ static ingot_status bind_inputs(ingot_context *c, const ingot_tensor *inputs, in
                             (int64_t)(c->given[pos] - inputs), i);
         c->given[pos] = &inputs[i];
     }
-    /* symbol -> value seen, so that two inputs sharing "batch" agree */
-    int64_t *sym_val = ig__calloc((size_t)g->n_syms + 1, sizeof(int64_t));
-    if (!sym_val) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+    /* symbol -> value seen, so that two inputs sharing "batch" agree: the context's own array, so a run
+     * allocates nothing; it grows only when inference at a new shape named new symbols */
+    if (g->n_syms + 1 > c->sym_cap) {
+        int64_t *grown = ig__realloc(c->sym_val, sizeof(int64_t) * ((size_t)g->n_syms + 1));
+        if (!grown) return ig__errf(err, INGOT_ERR_OUT_OF_MEMORY, "out of memory");
+        c->sym_val = grown;
+        c->sym_cap = g->n_syms + 1;
+    }
+    int64_t *sym_val = c->sym_val;
+    memset(sym_val, 0, sizeof(int64_t) * (size_t)(g->n_syms + 1));
     ingot_status st = INGOT_OK;
     for (int32_t i = 0; i < g->n_inputs && st == INGOT_OK; i++) {
         ig_value *v = &g->values[g->inputs[i]];
@@ -1099,7 +1109,6 @@ static ingot_status bind_inputs(ingot_context *c, const ingot_tensor *inputs, in
             }
         }
     }
-    ig__free(sym_val);
     return st;
 }
 

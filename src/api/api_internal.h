@@ -83,6 +83,8 @@ struct ingot_context {
     void **bound_values;        /* [n_inputs] values bound to shape inputs (64-byte aligned), or NULL */
     const ingot_tensor **given; /* [n_inputs] the caller's tensor for each input in the current run */
     int32_t *input_pos;         /* [graph.n_values] the position in graph.inputs of each value, or -1 */
+    int64_t *sym_val;           /* [sym_cap] binding's scratch: each symbol's value (a run allocates nothing) */
+    int32_t sym_cap;            /* entries of sym_val */
     bool inferred;              /* graph reflects the bound shapes and values */
     uint64_t generation;        /* bumped at every inference of graph */
     uint64_t prepared;          /* the generation plan and exec were made for; 0: none */
