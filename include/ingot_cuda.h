@@ -84,15 +84,18 @@ INGOT_API ingot_status ingot_cuda_context_get_stats(const ingot_context *c, ingo
  * (every cudaMalloc/cudaFree of ingot goes through one counting wrapper). */
 INGOT_API void ingot_cuda_alloc_counts(uint64_t *n_malloc, uint64_t *n_free, uint64_t *live_bytes);
 
-/* Run the steps once on `stream` with an event between each, synchronise, and report up to max steps:
- * labels[k] "kind  'node' (Op)" and ms[k]. Returns the number of steps reported, -1 on error. */
+/* Time every step and report up to max: labels[k] "kind  'node' (Op)" and ms[k], the median of 5 passes
+ * after 20 ms of warm-up. The steps, with an event after each, are captured as one CUDA Graph and
+ * replayed on `stream` (device time only; each event adds ~2 us to its step); where they do not capture
+ * (graphs off), they run on the stream, host work inside each interval. Synchronises `stream`. Returns
+ * the number of steps reported, -1 on error. */
 INGOT_API int64_t ingot_cuda_context_profile(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
                                              ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream, int64_t max,
                                              char (*labels)[96], double *ms);
 
-/* ingot_context_profile_steps on a CUDA context, inputs and outputs in device memory: every step runs
- * once on `stream` with an event between each (stream execution, no CUDA Graph) and is joined with the
- * node it computes and that step's bytes and FLOPs (its device tensors, in the engine's precision).
+/* ingot_context_profile_steps on a CUDA context, inputs and outputs in device memory: every step timed
+ * as ingot_cuda_context_profile times it, joined with the node it computes and that step's bytes and
+ * FLOPs (its device tensors, in the engine's precision).
  * Writes up to max steps and their number into *n_steps. Errors on the context. */
 INGOT_API ingot_status ingot_cuda_context_profile_steps(ingot_context *c, const ingot_tensor *inputs, int64_t n_inputs,
                                                         ingot_tensor *outputs, int64_t n_outputs, cudaStream_t stream,

@@ -508,10 +508,10 @@ def ingot_model(name, meta, args, worker):
 
 
 def where_time_goes(err):
-    """From `ingot bench --profile`'s stderr: time by step kind and the slowest steps (one stream run)."""
+    """From `ingot bench --profile`'s stderr: time by step kind and the slowest steps (one timed pass)."""
     kinds, slowest, total = {}, [], None
     for ln in err.splitlines():
-        m = re.match(r"\s+profile of .* \(stream execution, ([0-9.]+) ms in", ln)
+        m = re.match(r"\s+profile of .* \((?:stream execution|an event after each step), ([0-9.]+) ms in", ln)
         if m:
             total = float(m.group(1))
         m = re.match(r"\s{4}(\w+)\s+(\d+) steps\s+([0-9.]+) ms\s+([0-9.]+)%", ln)

@@ -5,7 +5,7 @@
  *
  * CPU: the executor's timing hook times each node's kernel during one ordinary run; the node's FLOPs
  * and bytes come from the ops' cost functions on the context's (optimized, inferred) graph. CUDA: the
- * backend's step profile (events between steps on the caller's stream) joined step by step with the
+ * backend's step profile (a graph replay with an event after each step) joined step by step with the
  * program the backend lowered, described by src/cuda/device_bench.c (the same lowering, so the same
  * steps in the same order): the bytes each step's device tensors move, in the engine's precision.
  */

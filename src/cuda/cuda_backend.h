@@ -118,8 +118,9 @@ void ig__cuda_ctx_stats(const ig_cuda_ctx *c, ig_cuda_stats *out);
 int64_t ig__cuda_ctx_step_algos(ig_cuda_ctx *c, char (*algo)[IG_CU_ALGO_DESC], int64_t max, ig_err *err);
 /* Library-made device allocations so far (all contexts and engines of the process). */
 void ig__cuda_alloc_counts(uint64_t *n_malloc, uint64_t *n_free, uint64_t *live_bytes);
-/* A per-step timing profile of the current instance (stream execution with events): writes up to
- * max entries of (label, op kind, milliseconds) into the arrays; returns the count. */
+/* A per-step timing profile of the current instance (ingot_cuda_context_profile: a graph replay with an
+ * event after each step, else the stream): writes up to max entries of (label, milliseconds) into the
+ * arrays; returns the count. */
 int64_t ig__cuda_ctx_profile(ig_cuda_ctx *c, const void *const *inputs, void *const *outputs, void *stream, int64_t max,
                              char (*labels)[96], double *ms, ig_err *err);
 

@@ -63,7 +63,8 @@ static void bench_usage(FILE *f)
                "                  1/16 of the GPU's memory; CUDA only)\n"
                "  --mem-limit BYTES  hard cap on weights + context memory (CUDA only; default none)\n"
                "  --deterministic choose algorithms without timing (CUDA only)\n"
-               "  --profile       also time every step once (stream execution) and list the slowest\n"
+               "  --profile       also time every step (a graph replay with an event after each step,\n"
+               "                  each event's ~2 us included; `ingot profile` takes it off) and list the slowest\n"
                "                  (--profile-all: and then every step in program order; CUDA only)\n"
                "  --device D      cuda: the GPU or an error; cpu: the CPU backend (default: the GPU when\n"
                "                  one is usable, else the CPU, saying why)\n"
@@ -360,7 +361,7 @@ static void print_profile(FILE *f, const bench_opts *o, int64_t batch, char (*la
         snprintf(kd[k].kind, sizeof kd[k].kind, "%.*s", (int)strcspn(labels[k], " "), labels[k]);
     }
     qsort(v, (size_t)n, sizeof *v, by_ms_desc);
-    fprintf(f, "  profile of %s batch %" PRId64 " (stream execution, %.3f ms in %" PRId64 " steps), slowest:\n",
+    fprintf(f, "  profile of %s batch %" PRId64 " (an event after each step, %.3f ms in %" PRId64 " steps), slowest:\n",
             o->path, batch, tot, n);
     for (int64_t k = 0; k < n && k < 25; k++)
         fprintf(f, "    %4" PRId64 "  %8.4f ms  %5.1f%%  %s\n", v[k].step, v[k].ms, 100 * v[k].ms / tot,
