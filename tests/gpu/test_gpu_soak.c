@@ -492,7 +492,7 @@ int main(int argc, char **argv)
      * holds the CUDA driver's and the C library's pages, which take a page now and then with no leak
      * (H200, 2026-12-02: 32 KiB over 1,000,000 runs of bert_layer, 16 KiB over 605,276 of resnet_block,
      * the library's allocations flat). The limit, a byte for every 16 runs, lets those pages through and
-     * stops any leak of even one allocation in a thousand runs (a malloc'ed block costs 32 bytes or more). */
+     * stops a leak of one allocation in every 500 runs (a malloc'ed block costs 32 bytes or more). */
     long long anon_limit = (long long)(done_all / 16);
     CHECK(anon_growth <= anon_limit && m1.rss_anon >= 0,
           "%s %s: host memory flat after the warm-up: anonymous resident growth %lld bytes, under one byte in 16 "
