@@ -392,8 +392,8 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
         /* timed with the workspace it will run with (its own), not the tuning buffer: the library may
          * pick another kernel when it is handed more */
         if ((st = time_cand(L, s, &cand[i], ptrs, ws, cand[i].ws, stream, e0, e1, &ms, label, err)) == INGOT_OK &&
-            ms < best) {
-            best = i == 0 && ms < FLT_MAX ? ms * IG_CU_TUNE_MARGIN : ms; /* cand[0]: the heuristic's */
+            ig__cu_tune_rank(i, ms) < best) { /* cand[0]: the heuristic's */
+            best = ig__cu_tune_rank(i, ms);
             best_i = i;
         }
     }

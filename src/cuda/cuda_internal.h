@@ -367,10 +367,12 @@ typedef bool (*ig_cu_call)(void *ctx, cudaStream_t s);
 ingot_status ig__cu_time_calls(ig_cu_call call, void *ctx, int reps, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
                                float *ms, const char *label, ig_err *err);
 
-/* A library's own first choice keeps its place unless a candidate beats it by this factor: one timed
- * replay per candidate does not resolve nearer ties, and a tie changed from build to build is noise in
- * every later measurement. */
+/* Candidate `cand`'s time as the race ranks it: the library's own first choice (candidate 0) counts
+ * IG_CU_TUNE_MARGIN of its time, so another replaces it only when that much faster -- one timed replay
+ * per candidate does not resolve nearer ties, and a tie changed from build to build is noise in every
+ * later measurement. FLT_MAX (a failed call) stays FLT_MAX. */
 #define IG_CU_TUNE_MARGIN 0.95f
+float ig__cu_tune_rank(int cand, float ms);
 
 /* ---- the engine's algorithm choices (algos.c) ---------------------------------------------------- */
 

@@ -277,8 +277,8 @@ ingot_status ig__cu_gemm_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
         float ms = FLT_MAX;
         if ((st = ig__cu_time_calls(gemm_timed_call, &t, GEMM_TUNE_REPS, stream, e0, e1, &ms, label, err)) != INGOT_OK)
             goto out;
-        if (ms < best) {
-            best = i == 0 && ms < FLT_MAX ? ms * IG_CU_TUNE_MARGIN : ms; /* cand[0]: cuBLASLt's first */
+        if (ig__cu_tune_rank(i, ms) < best) { /* cand[0]: cuBLASLt's first */
+            best = ig__cu_tune_rank(i, ms);
             best_i = i;
         }
     }

@@ -48,3 +48,5 @@ ingot_status ig__cu_time_calls(ig_cu_call call, void *ctx, int reps, cudaStream_
     if (g) cudaGraphDestroy(g);
     return st;
 }
+
+float ig__cu_tune_rank(int cand, float ms) { return cand == 0 && ms < FLT_MAX ? ms * IG_CU_TUNE_MARGIN : ms; }
