@@ -115,7 +115,7 @@ static void say(ig_diag_report *r, const char *fmt, ...)
 static void capacity(ig_diag_report *r)
 {
     const ig_diag_memory *m = &r->mem;
-    r->need_bytes = r->avail_bytes = 0;
+    r->need_bytes = r->avail_bytes = r->batch_bytes = 0;
     r->max_batch = -1;
     if (!m->have) return;
     double extra = (m->library_handles > 0 ? m->library_handles : 0) + (m->graph_reserved > 0 ? m->graph_reserved : 0);
@@ -123,6 +123,7 @@ static void capacity(ig_diag_report *r)
     /* the CPU stages inputs in a buffer of its own; on the GPU the staging is inside the arena */
     double per_batch = (double)m->a.arena - (double)m->a.constants + (m->a.device ? 0 : (double)m->a.io_staging);
     r->need_bytes = fixed + per_batch;
+    r->batch_bytes = per_batch;
     /* what the model may have: what is free now plus what it holds itself */
     r->avail_bytes = r->mem_limit > 0 ? r->mem_limit : (double)m->a.free_bytes + r->need_bytes;
     double per_sample = r->batch > 0 ? per_batch / (double)r->batch : 0;

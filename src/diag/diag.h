@@ -108,8 +108,9 @@ typedef struct ig_diag_sweep_row {
     bool ok;           /* false: it did not fit (out of memory) or failed; note says why */
     double throughput; /* samples per second */
     double latency_ms;
-    double peak_bytes; /* memory the model holds at this point */
-    ig_diag_class cls; /* where most of the time goes */
+    double peak_bytes;  /* memory the model holds at this point */
+    double batch_bytes; /* of peak_bytes, what grows with the batch (the activation arena) */
+    ig_diag_class cls;  /* where most of the time goes */
     double cls_share;
     char verdict[64]; /* the model's bottleneck in one word */
     char note[256];
@@ -146,6 +147,7 @@ typedef struct ig_diag_report {
     int64_t fusable_steps;  /* bandwidth/latency steps whose output only the next step reads */
     double fusable_bytes;   /* traffic fusing them removes per inference (each intermediate written + read) */
     double need_bytes;      /* memory this batch needs (weights + arena + what the context costs) */
+    double batch_bytes;     /* of need_bytes, what grows with the batch (the arena less its constants) */
     double avail_bytes;     /* what it may have: mem_limit, or the memory free before it was loaded */
     int64_t max_batch;      /* the largest batch that fits (activations linear in the batch); -1 unknown */
     const char *bottleneck; /* "bandwidth", "compute", "launch", "capacity" or "inefficient kernels" */

@@ -115,6 +115,7 @@ static void write_sweep(const ig_diag_report *r, FILE *f)
         jnum(f, "throughput", w->throughput, ", ");
         jnum(f, "latency_ms", w->latency_ms, ", ");
         jnum(f, "peak_bytes", w->peak_bytes, ", ");
+        jnum(f, "batch_bytes", w->batch_bytes, ", ");
         jstr(f, "class", w->ok ? ig__diag_class_name(w->cls) : "", ", ");
         jnum(f, "class_share", w->cls_share, ", ");
         jstr(f, "bottleneck", w->verdict, ", ");

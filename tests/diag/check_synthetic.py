@@ -110,16 +110,20 @@ def main_gpu(m, env):
     r = ingot(["sweep", m["big_elementwise"], "--batch", "16,24,32", "--json"], env)
     if check(r.returncode == 0, "ingot sweep big_elementwise --batch 16,24,32"):
         sw = json.loads(r.stdout)["sweep"]
-        print("  batch  samples/s  latency ms  peak MB  bottleneck")
+        print("  batch  samples/s  latency ms  peak MB  of which batch MB  bottleneck")
         for w in sw:
             print(f"  {w['batch']:5d}  {w['throughput']:9.1f}  {w['latency_ms']:10.4f}  {w['peak_bytes'] / 1e6:7.1f}  "
-                  f"{w['bottleneck']}")
+                  f"{w['batch_bytes'] / 1e6:17.1f}  {w['bottleneck']}")
         if check(len(sw) == 3 and all(w["ok"] for w in sw), "big_elementwise: batches 16, 24 and 32 ran"):
             gain = sw[2]["throughput"] / max(sw[0]["throughput"], 1e-9)
             grow = sw[2]["peak_bytes"] / max(sw[0]["peak_bytes"], 1.0)
+            act = sw[2]["batch_bytes"] / max(sw[0]["batch_bytes"], 1.0)
             check(all(w["bottleneck"] == "bandwidth" for w in sw), "big_elementwise: bandwidth-bound at every batch")
-            check(grow >= 1.8 and 0.85 <= gain <= 1.15,
-                  f"big_elementwise: batch 32 holds {grow:.2f}x the memory of batch 16 for {gain:.2f}x the throughput")
+            # the activations double with the batch; the whole (weights, library handles, the graph's pool
+            # besides) grows less (1.79x on the H200, 2026-12-02), but by far more than the throughput
+            check(act >= 1.9 and grow >= 1.5 and 0.85 <= gain <= 1.15,
+                  f"big_elementwise: batch 32 holds {grow:.2f}x the memory of batch 16 ({act:.2f}x the activations) "
+                  f"for {gain:.2f}x the throughput")
     r = ingot(["sweep", m["capacity"], "--batch", "512,1024,2048,4096,8192", "--json"], env, timeout=900)
     if check(r.returncode == 0, "ingot sweep capacity"):
         sw = json.loads(r.stdout)["sweep"]

@@ -212,6 +212,7 @@ int ig__cmd_sweep(int argc, char **argv)
                 row->latency_ms = r.run_ms;
                 row->throughput = r.run_ms > 0 ? (double)r.batch * 1e3 / r.run_ms : 0;
                 row->peak_bytes = r.need_bytes;
+                row->batch_bytes = r.batch_bytes;
                 int top = 0;
                 for (int k = 1; k < IG_DIAG_N_CLASSES; k++)
                     if (r.class_share[k] > r.class_share[top]) top = k;
