@@ -1,7 +1,7 @@
 /*
  * lower_norm.c -- row-wise kernels: Softmax / LogSoftmax, ingot.MaskedSoftmax (scale and additive mask
  * folded into one pass over the scores, the exporters' IsNaN guard too), ingot.Attention (the
- * flash-attention kernel where it applies -- fp16, head dim 64, any number of keys -- else a GEMM, the
+ * flash-attention kernel where it applies -- fp16, head dims up to 64, any number of keys -- else a GEMM, the
  * masked softmax and a second GEMM), LayerNormalization, and reductions (ReduceMean/Sum/Max/Min,
  * GlobalAverage/MaxPool, ArgMax).
  */
@@ -162,7 +162,8 @@ static ingot_status emit_flash(ig_lower *L, int32_t id, int32_t qt, int32_t ktt,
     a.b = Q->dims[0];
     a.h = Q->dims[1];
     a.sq = Q->dims[2];
-    a.d = 64;
+    a.d = Q->dims[3];
+    a.dv = V->dims[3];
     a.skv = K->dims[3];
     a.kernel = L->o->attention_kernel;
     for (int q = 0; q < 4; q++) {
@@ -227,6 +228,9 @@ static ingot_status emit_flash(ig_lower *L, int32_t id, int32_t qt, int32_t ktt,
     return INGOT_OK;
 }
 
+/* The head dims the fused kernel takes: multiples of 8 up to 64 (ViT/BERT 64, PVT/Swin 32, LeViT 16). */
+static bool flash_head_dim(int64_t d) { return d >= 8 && d <= 64 && d % 8 == 0; }
+
 /* S or O of the decomposed attention: a plain batched GEMM into a fresh dense tensor. */
 static int32_t attn_gemm(ig_lower *L, int32_t id, int32_t at, int32_t bt, float alpha, const int64_t *od, int32_t rank)
 {
@@ -252,8 +256,8 @@ ingot_status ig__lw_attention(ig_lower *L, int32_t id)
     int32_t rank = Q->rank;
     /* any number of keys: the kernel streams them in tiles with an online softmax, so long sequences
      * (Whisper's 1,500) gain the most: the decomposed form writes and reads [B, H, Sq, Skv] scores */
-    bool flash = L->o->attention && L->p->fdt == INGOT_DTYPE_FLOAT16 && rank == 4 && Q->dims[3] == 64 &&
-                 V->dims[3] == 64 && Q->dtype == INGOT_DTYPE_FLOAT16;
+    bool flash = L->o->attention && L->p->fdt == INGOT_DTYPE_FLOAT16 && rank == 4 && flash_head_dim(Q->dims[3]) &&
+                 flash_head_dim(V->dims[3]) && Q->dtype == INGOT_DTYPE_FLOAT16;
     if (flash && mt >= 0) {
         const ig_cu_tensor *M = ig__lw_T(L, mt);
         int64_t full[4] = {Q->dims[0], Q->dims[1], Q->dims[2], KT->dims[3]};

@@ -494,7 +494,7 @@ static void emulate_attention(const ig_attention_args *a)
                     sc[j] = mx == -INFINITY ? 0 : exp(sc[j] - mx);
                     sum += sc[j];
                 }
-                for (int64_t d = 0; d < a->d; d++) {
+                for (int64_t d = 0; d < a->dv; d++) {
                     double o = 0;
                     for (int64_t j = 0; j < a->skv; j++)
                         o += sc[j] * ld(a->v, b * a->vs[0] + h * a->vs[1] + j * a->vs[2] + d * a->vs[3], a->dtype);

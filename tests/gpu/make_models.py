@@ -383,6 +383,27 @@ def case_sdpa_export(B=2, S=16, H=4, dh=8, masked=True):
     return g.model([inp], [out_info(["batch", S, D])]), {"input": (B, S, D)}
 
 
+def case_levit_attention(B=2, S=49, H=4, dk=16, dv=64):
+    """timm LeViT's attention: keys of head dim dk, values of dv (4x wider), scores scaled by a Mul after
+    the MatMul and an attention bias [H, S, S] added before the Softmax; the output [B, S, H*dv]."""
+    g = G()
+    x = "input"  # [B, S, C]
+    C = 64
+
+    def heads(d):
+        t = g.op("MatMul", [x, g.w(randw(C, H * d, scale=0.3))])
+        return g.op("Transpose", [batch_reshape(g, t, [S, H, d])], perm=[0, 2, 1, 3])
+
+    q, k, v = heads(dk), heads(dk), heads(dv)
+    s = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    s = g.op("Add", [g.op("Mul", [s, g.w(np.array(dk ** -0.5, np.float32))]), g.w(randw(H, S, S, scale=0.5))])
+    o = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
+    batch_reshape(g, g.op("Transpose", [o], perm=[0, 2, 1, 3]), [S, H * dv])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", S, C])
+    return g.model([inp], [out_info(["batch", S, H * dv])]), {"input": (B, S, C)}
+
+
 def case_torch_mha(B=2, S=17, H=2, dh=64, residual=True):
     """torchvision's nn.MultiheadAttention export (ViT): sequence-first packed QKV projection, unflatten to 3
     -> Unsqueeze/Transpose/Squeeze -> Gather 0/1/2, each [S,B,E] reshaped to [S, B*H, dh] (no strided view:
@@ -1118,6 +1139,11 @@ CASES = {
     "sdpa_head64_s150": lambda: case_sdpa_export(B=3, S=150, H=2, dh=64),
     # Whisper's encoder: 1,500 keys (23 full key tiles and a partial one) through the fused kernel
     "sdpa_head64_s1500": lambda: case_sdpa_export(B=1, S=1500, H=2, dh=64),
+    # narrower heads through the fused kernel, zero-padded to 64 (PVT/Swin 32, LeViT 16 with 64-wide values)
+    "sdpa_head32": lambda: case_sdpa_export(B=2, S=50, H=3, dh=32),
+    "sdpa_head16_s150": lambda: case_sdpa_export(B=3, S=150, H=2, dh=16, masked=False),
+    "levit_attention": case_levit_attention,
+    "levit_attention_s196": lambda: case_levit_attention(B=1, S=196, H=3, dk=16, dv=32),
     "torch_mha": case_torch_mha,
     "torch_mha_head8": lambda: case_torch_mha(B=3, S=10, H=4, dh=8, residual=False),
     "lazy_views": case_lazy_views,

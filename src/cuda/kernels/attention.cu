@@ -1,5 +1,6 @@
 /*
- * attention.cu -- fused scaled-dot-product attention for fp16, head dim 64, any number of keys:
+ * attention.cu -- fused scaled-dot-product attention for fp16, head dims up to 64 (multiples of 8; the
+ * value's may differ from the query's), any number of keys:
  *   O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:] . K[b,h,j,:] + mask[b,h,i,j]) V[b,h,j,:]
  *
  * The flash-attention layout: each warp owns 16 queries; their scores for a tile of 64 keys live in
@@ -9,6 +10,11 @@
  * double-buffered, so the next tile loads while this one is multiplied. Q, K, V, the mask and O are
  * read and written through their strides, in the layouts the surrounding GEMMs produce: the scores never
  * reach device memory and no transposing copy is needed.
+ *
+ * Narrower heads (PVT's and Swin's 32, LeViT's 16 with 64-wide values) run as 64-wide ones: Q columns
+ * and K/V chunks past D (DV for V) load as zeros, so they add nothing to the scores, and output columns
+ * past DV are not stored. A 32-wide head thus costs what a 64-wide one does -- the decomposed form it
+ * replaces writes and reads the whole score matrix, which costs far more.
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs): lane = 4 * g + t; an A fragment holds
  * rows g and g + 8, columns 2t, 2t + 1 (and + 8); a B fragment holds rows (k) 2t, 2t + 1 (and + 8) of
@@ -26,7 +32,7 @@
 
 #include <type_traits>
 
-#define ATT_D  64 /* head dimension */
+#define ATT_D  64 /* head dimension as computed (narrower heads are zero-padded to it) */
 #define ATT_BN 64 /* keys per tile */
 #define ATT_LD 72 /* halves per staged row: 144 bytes, so 8 rows of an ldmatrix hit 8 distinct bank groups */
 
@@ -129,17 +135,19 @@ __device__ __forceinline__ void att_init(att_acc &A)
     A.l0 = A.l1 = 0.f;
 }
 
-/* The A fragments of 16 queries from global memory (rows at or past S_q are zero). */
+/* The A fragments of 16 queries from global memory (rows at or past S_q and columns at or past d are
+ * zero). */
 __device__ __forceinline__ void att_load_q(uint32_t (&qa)[ATT_D / 16][4], const __half *q, int64_t qs2, int64_t qr0,
-                                           bool live0, bool live1, int t)
+                                           bool live0, bool live1, int t, int d)
 {
 #pragma unroll
     for (int kk = 0; kk < ATT_D / 16; kk++) {
         const int c = kk * 16 + 2 * t;
-        qa[kk][0] = live0 ? *(const uint32_t *)(q + qr0 * qs2 + c) : 0u;
-        qa[kk][1] = live1 ? *(const uint32_t *)(q + (qr0 + 8) * qs2 + c) : 0u;
-        qa[kk][2] = live0 ? *(const uint32_t *)(q + qr0 * qs2 + c + 8) : 0u;
-        qa[kk][3] = live1 ? *(const uint32_t *)(q + (qr0 + 8) * qs2 + c + 8) : 0u;
+        const bool lo = c < d, hi = c + 8 < d; /* d is a multiple of 8: a pair is all in or all out */
+        qa[kk][0] = live0 && lo ? *(const uint32_t *)(q + qr0 * qs2 + c) : 0u;
+        qa[kk][1] = live1 && lo ? *(const uint32_t *)(q + (qr0 + 8) * qs2 + c) : 0u;
+        qa[kk][2] = live0 && hi ? *(const uint32_t *)(q + qr0 * qs2 + c + 8) : 0u;
+        qa[kk][3] = live1 && hi ? *(const uint32_t *)(q + (qr0 + 8) * qs2 + c + 8) : 0u;
     }
 }
 
@@ -313,20 +321,23 @@ __device__ __forceinline__ void att_store_pair(const ig_attention_args &a, __hal
     }
 }
 
-/* Copies K/V tile j (64 rows of 8 16-byte chunks, rows past S_kv zero-filled) into Kt/Vt with NT
- * threads; thread i always copies chunk column i % 8 of rows i / 8, i / 8 + NT / 8, ... */
+/* Copies K/V tile j (64 rows of 8 16-byte chunks; rows past S_kv and chunks past the head dims
+ * zero-filled) into Kt/Vt with NT threads; thread i always copies chunk column i % 8 of rows i / 8,
+ * i / 8 + NT / 8, ... */
 template <int NT>
-__device__ __forceinline__ void att_copy_kv(__half *Kt, __half *Vt, const __half *k, const __half *v, int64_t ks2,
-                                            int64_t vs2, int j, int skv, int i)
+__device__ __forceinline__ void att_copy_kv(__half *Kt, __half *Vt, const __half *k, const __half *v,
+                                            const ig_attention_args &a, int j, int i)
 {
     constexpr int RPI = NT / 8; /* rows per pass */
     const int lr = i / 8, lc = (i % 8) * 8;
-    const __half *kt = k + ((int64_t)j * ATT_BN + lr) * ks2 + lc, *vt = v + ((int64_t)j * ATT_BN + lr) * vs2 + lc;
+    const bool kc = lc < a.d, vc = lc < a.dv;
+    const __half *kt = k + ((int64_t)j * ATT_BN + lr) * a.ks[2] + lc;
+    const __half *vt = v + ((int64_t)j * ATT_BN + lr) * a.vs[2] + lc;
 #pragma unroll
     for (int it = 0; it < ATT_BN / RPI; it++) {
-        const bool in = j * ATT_BN + lr + it * RPI < skv;
-        cp_async16(Kt + (lr + it * RPI) * ATT_LD + lc, in ? kt + it * RPI * ks2 : k, in);
-        cp_async16(Vt + (lr + it * RPI) * ATT_LD + lc, in ? vt + it * RPI * vs2 : v, in);
+        const bool in = j * ATT_BN + lr + it * RPI < a.skv;
+        cp_async16(Kt + (lr + it * RPI) * ATT_LD + lc, in && kc ? kt + it * RPI * a.ks[2] : k, in && kc);
+        cp_async16(Vt + (lr + it * RPI) * ATT_LD + lc, in && vc ? vt + it * RPI * a.vs[2] : v, in && vc);
     }
 }
 
@@ -382,7 +393,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) flash_attention(const ig_att
     const unsigned char *mbase = a.mask ? (const unsigned char *)a.mask + (b * a.ms[0] + h * a.ms[1]) * c.mesz : NULL;
 
     auto load_tile = [&](int j, int st) {
-        att_copy_kv<WARPS * 32>(Ks[st], Vs[st], k, v, a.ks[2], a.vs[2], j, skv, tid);
+        att_copy_kv<WARPS * 32>(Ks[st], Vs[st], k, v, a, j, tid);
         if (mode == ATT_MASK_ROW || mode == ATT_MASK_ROWS) {
             const int rows = mode == ATT_MASK_ROW ? 1 : WARPS * 16, cpr = ATT_BN * c.mesz / 16;
             unsigned char *dst = Ms + st * ATT_BN * c.mld;
@@ -410,7 +421,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) flash_attention(const ig_att
 
     const bool live0 = qr0 < a.sq, live1 = qr0 + 8 < a.sq;
     uint32_t qa[ATT_D / 16][4];
-    att_load_q(qa, q, a.qs[2], qr0, live0, live1, c.t);
+    att_load_q(qa, q, a.qs[2], qr0, live0, live1, c.t, (int)a.d);
     att_acc A;
     att_init(A);
 
@@ -431,6 +442,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB) flash_attention(const ig_att
     __half *out = (__half *)a.o + b * a.os[0] + h * a.os[1];
 #pragma unroll
     for (int n = 0; n < ATT_D / 8; n++) {
+        if (n * 8 >= a.dv) break; /* the zero padding of a narrower value */
         const int64_t col = n * 8 + 2 * c.t;
         if (live0) att_store_pair(a, out + qr0 * a.os[2], col, A.o[n][0] * inv0, A.o[n][1] * inv0);
         if (live1) att_store_pair(a, out + (qr0 + 8) * a.os[2], col, A.o[n][2] * inv1, A.o[n][3] * inv1);
@@ -456,12 +468,12 @@ template <int NSPLIT> __global__ void __launch_bounds__(NSPLIT * 32) flash_atten
     const att_ctx c = att_context(a, ATT_MASK_GLOBAL, qr0, lane, b, h);
     const bool live0 = qr0 < a.sq, live1 = qr0 + 8 < a.sq;
     uint32_t qa[ATT_D / 16][4];
-    att_load_q(qa, q, a.qs[2], qr0, live0, live1, c.t);
+    att_load_q(qa, q, a.qs[2], qr0, live0, live1, c.t, (int)a.d);
     att_acc A;
     att_init(A);
     for (int j = warp; j < n_tiles; j += NSPLIT) {
         __syncwarp(); /* every lane is done reading the previous tile */
-        att_copy_kv<32>(Kt, Vt, k, v, a.ks[2], a.vs[2], j, skv, lane);
+        att_copy_kv<32>(Kt, Vt, k, v, a, j, lane);
         cp_async_commit();
         cp_async_wait_all();
         __syncwarp();
@@ -493,8 +505,9 @@ template <int NSPLIT> __global__ void __launch_bounds__(NSPLIT * 32) flash_atten
     }
     __syncthreads();
     __half *out = (__half *)a.o + b * a.os[0] + h * a.os[1];
-    for (int i = tid; i < 16 * (ATT_D / 2); i += NSPLIT * 32) {
-        const int r = i / (ATT_D / 2), col = (i % (ATT_D / 2)) * 2;
+    const int pairs = (int)a.dv / 2; /* column pairs per row that are stored */
+    for (int i = tid; i < 16 * pairs; i += NSPLIT * 32) {
+        const int r = i / pairs, col = (i % pairs) * 2;
         const int64_t qi = (int64_t)blockIdx.x * 16 + r;
         if (qi >= a.sq) continue;
         float m = -INFINITY;
@@ -516,7 +529,8 @@ template <int NSPLIT> __global__ void __launch_bounds__(NSPLIT * 32) flash_atten
 
 extern "C" int ingot_cuda_attention_supported(const ig_attention_args *a)
 {
-    if (a->dtype != INGOT_DTYPE_FLOAT16 || a->d != ATT_D || a->skv < 1 || a->sq < 1) return 0;
+    if (a->dtype != INGOT_DTYPE_FLOAT16 || a->skv < 1 || a->sq < 1) return 0;
+    if (a->d < 8 || a->d > ATT_D || a->d % 8 || a->dv < 8 || a->dv > ATT_D || a->dv % 8) return 0;
     if (a->b > 65535 || a->h > 65535 || a->skv > INT32_MAX / 2) return 0;
     if (a->qs[3] != 1 || a->ks[3] != 1 || a->vs[3] != 1) return 0;
     for (int k = 0; k < 3; k++)

@@ -276,12 +276,12 @@ cudaError_t ingot_cuda_gather(const ig_gather_args *a, cudaStream_t s);
 
 /* ---- fused attention: O = softmax(scale * Q K^T + mask) V per (batch, head) ---- */
 typedef struct ig_attention_args {
-    const void *q, *k, *v; /* [B, H, S_q|S_kv, D] through strides */
+    const void *q, *k, *v; /* Q, K [B, H, S_q|S_kv, D], V [B, H, S_kv, DV] through strides */
     void *o;
     const void *mask; /* additive, broadcast over [B, H, S_q, S_kv] through strides; NULL: none */
     int32_t dtype;    /* FLOAT16 only for now (q, k, v, o) */
     int32_t mask_dtype;
-    int64_t b, h, sq, skv, d;
+    int64_t b, h, sq, skv, d, dv; /* head dims: multiples of 8 up to 64 (O is [B, H, S_q, DV]) */
     int64_t qs[4], ks[4], vs[4], os[4], ms[4];
     float scale;
     int32_t kernel; /* 0: chosen by the grid's size; 1 wide, 2 narrow, 3 split (tests) */
