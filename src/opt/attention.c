@@ -104,7 +104,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t mm, att_match 
         if (mask < 0 || mask == s || !ig__opt_mask_fits(&g->values[mask].shape, ss) ||
             !ig__opt_shape_eq(&g->values[ig__opt_out0(g, c)].shape, ss) || !float_type(g->values[mask].dtype))
             return false;
-        m->mask = mask;
+        m->mask = ig__opt_mask_source(cx, mask, ss);
         take(m, c);
         s = ig__opt_out0(g, c);
         c = ig__uses_sole(u, s);

@@ -79,3 +79,7 @@ out:
     ig__uses_free(&u);
     return st;
 }
+
+/* `cleanup`, the last pass: dce again, for what the fusions left unread (the Expand of a mask that the
+ * fused attention reads unexpanded, or not at all). */
+ingot_status ig__opt_pass_cleanup(ig_opt_ctx *cx) { return ig__opt_pass_dce(cx); }

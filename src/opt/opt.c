@@ -283,6 +283,24 @@ int32_t ig__opt_add_node(ig_opt_ctx *cx, const char *name, const char *op_type, 
     return id;
 }
 
+int32_t ig__opt_copy_node(ig_opt_ctx *cx, int32_t src, int32_t slot, int32_t in, int32_t out)
+{
+    ig_graph *g = cx->g;
+    const ig_node *s = &g->nodes[src];
+    int32_t id = ig__opt_add_node(cx, s->name, s->op_type, s->domain, s->opset, s->n_inputs, s->n_outputs, s->n_attrs);
+    if (id < 0) return -1;
+    s = &g->nodes[src];
+    ig_node *n = &g->nodes[id];
+    for (int32_t i = 0; i < s->n_attrs; i++)
+        if (ig__node_copy_attr(g, n, i, &s->attrs[i], cx->err) != INGOT_OK) return -1;
+    for (int32_t i = 0; i < s->n_inputs; i++) n->inputs[i] = s->inputs[i];
+    if (in >= 0) n->inputs[slot] = in;
+    for (int32_t j = 0; j < s->n_outputs; j++) n->outputs[j] = -1;
+    if (ig__opt_set_covers(cx, id, &src, 1) != INGOT_OK) return -1;
+    ig__opt_set_output(g, id, 0, out);
+    return id;
+}
+
 ingot_status ig__opt_set_covers(ig_opt_ctx *cx, int32_t made, const int32_t *replaced, int32_t n_replaced)
 {
     ig_graph *g = cx->g;

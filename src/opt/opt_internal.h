@@ -15,6 +15,7 @@
 /* THE pass list, in the order the passes run (docs/OPTIMIZER.md). Adding a pass: one line here and
  * its file src/opt/<name>.c defining ig__opt_pass_<name>. */
 #define IG_OPT_PASSES(X) \
+    X(expand_sink)       \
     X(fold)              \
     X(dce)               \
     X(cse)               \
@@ -28,7 +29,9 @@
     X(patchify)          \
     X(conv_epilogue)     \
     X(gemm_epilogue)     \
-    X(pointwise)
+    X(gemm_siblings)     \
+    X(pointwise)         \
+    X(cleanup)
 
 typedef struct ig_opt_ctx {
     ig_graph *g;
@@ -97,6 +100,9 @@ int32_t ig__opt_other_input(const ig_node *n, int32_t v);
  * into g->nodes are invalid after this call. */
 int32_t ig__opt_add_node(ig_opt_ctx *cx, const char *name, const char *op_type, const char *domain, int32_t opset,
                          int32_t n_inputs, int32_t n_outputs, int32_t n_attrs);
+/* A copy of node `src` (op, opset, attributes, inputs; it covers src) with input `slot` replaced by
+ * `in` (in < 0: kept) and output 0 `out`, the other outputs absent. -1 on failure. */
+int32_t ig__opt_copy_node(ig_opt_ctx *cx, int32_t src, int32_t slot, int32_t in, int32_t out);
 /* Provenance: node `made` covers the labels of the model nodes `replaced` compute (a replaced node the
  * optimizer made itself passes on its own covers), strings in the graph's arena. */
 ingot_status ig__opt_set_covers(ig_opt_ctx *cx, int32_t made, const int32_t *replaced, int32_t n_replaced);
@@ -181,6 +187,11 @@ bool ig__opt_shape_eq(const ig_shape *a, const ig_shape *b);
 bool ig__opt_softmax_last(const ig_node *n, int32_t r);
 /* mask broadcasts to s by numpy's rules, proved on symbolic dims: each dim equal, or a known 1. */
 bool ig__opt_mask_fits(const ig_shape *mask, const ig_shape *s);
+/* The value a fused node should read for an additive mask added to scores of shape s: the mask, or
+ * what an Expand of it broadcast (when that broadcasts to s too: the fused kernels broadcast masks
+ * themselves), and -1 when that is a constant of zeros, which adds nothing (transformers' mask of an
+ * unmasked ViT, once expand_sink and fold made it a constant). */
+int32_t ig__opt_mask_source(const ig_opt_ctx *cx, int32_t mask, const ig_shape *s);
 /* The guard Where(IsNaN(p), 0, p) on p (p read by exactly those two nodes, not a graph output): its
  * output, with the IsNaN and the Where in nodes[]; -1 when absent. */
 int32_t ig__opt_nan_guard(const ig_opt_ctx *cx, const ig_uses *u, int32_t p, int32_t nodes[2]);

@@ -158,25 +158,6 @@ static bool invertible(const ig_graph *g, const sv_match *m)
     return true;
 }
 
-/* A copy of node `src` (op, opset, attributes, inputs) with input 0 `in0` and output `out`. */
-static int32_t copy_node(ig_opt_ctx *cx, int32_t src, int32_t in0, int32_t out)
-{
-    ig_graph *g = cx->g;
-    const ig_node *s = &g->nodes[src];
-    int32_t id = ig__opt_add_node(cx, s->name, s->op_type, s->domain, s->opset, s->n_inputs, s->n_outputs, s->n_attrs);
-    if (id < 0) return -1;
-    s = &g->nodes[src];
-    ig_node *n = &g->nodes[id];
-    for (int32_t i = 0; i < s->n_attrs; i++)
-        if (ig__node_copy_attr(g, n, i, &s->attrs[i], cx->err) != INGOT_OK) return -1;
-    for (int32_t i = 0; i < s->n_inputs; i++) n->inputs[i] = s->inputs[i];
-    if (in0 >= 0) n->inputs[0] = in0;
-    for (int32_t j = 0; j < s->n_outputs; j++) n->outputs[j] = -1;
-    if (ig__opt_set_covers(cx, id, &src, 1) != INGOT_OK) return -1;
-    ig__opt_set_output(g, id, 0, out);
-    return id;
-}
-
 /* The inverse of `link` on x (R seen so far through W): a new node of one input (plus a constant shape
  * for a Reshape) writing a new value named "<R>_as_<link's input>". It covers the Add, which it helps
  * compute. */
@@ -226,7 +207,7 @@ static ingot_status rewrite(ig_opt_ctx *cx, const sv_match *m)
     /* Y's producers again, after W's nodes (see the head comment) */
     for (int32_t i = 0; i < m->n_prod; i++) {
         int32_t old = m->prod[i];
-        if (copy_node(cx, old, -1, g->nodes[old].outputs[0]) < 0) return cx->err->status;
+        if (ig__opt_copy_node(cx, old, 0, -1, g->nodes[old].outputs[0]) < 0) return cx->err->status;
         ig__graph_remove_node(g, old); /* its output keeps its new producer */
     }
     /* Add(Y, W(R)), then V' on it */
@@ -236,7 +217,7 @@ static ingot_status rewrite(ig_opt_ctx *cx, const sv_match *m)
     snprintf(base, sizeof base, "%s_sunk", g->values[m->y].name);
     int32_t sum = ig__graph_new_value(g, base, cx->err);
     if (sum < 0) return cx->err->status;
-    int32_t add = copy_node(cx, m->add, -1, sum);
+    int32_t add = ig__opt_copy_node(cx, m->add, 0, -1, sum);
     if (add < 0) return cx->err->status;
     g->nodes[add].inputs[0] = m->y;
     g->nodes[add].inputs[1] = w;
@@ -247,7 +228,7 @@ static ingot_status rewrite(ig_opt_ctx *cx, const sv_match *m)
             snprintf(base, sizeof base, "%s_sunk", g->values[g->nodes[link].outputs[0]].name);
             if ((v = ig__graph_new_value(g, base, cx->err)) < 0) return cx->err->status;
         }
-        if (copy_node(cx, link, cur, v) < 0) return cx->err->status;
+        if (ig__opt_copy_node(cx, link, 0, cur, v) < 0) return cx->err->status;
         cur = v;
     }
     for (int32_t i = 0; i < m->n_chain; i++) ig__graph_remove_node(g, m->chain[i]);

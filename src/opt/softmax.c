@@ -36,6 +36,30 @@ bool ig__opt_mask_fits(const ig_shape *mask, const ig_shape *s)
     return true;
 }
 
+/* Every element of constant v is zero. */
+static bool all_zero(const ig_opt_ctx *cx, int32_t v)
+{
+    int64_t n = ig__opt_const_numel(cx, v);
+    const ig_const *c = &cx->g->values[v].c;
+    if (n < 0 || (n > 0 && !c->data)) return false;
+    for (int64_t i = 0; i < n; i++)
+        if (ig__elem_f64(c->dtype, c->data, i) != 0) return false;
+    return true;
+}
+
+int32_t ig__opt_mask_source(const ig_opt_ctx *cx, int32_t mask, const ig_shape *s)
+{
+    const ig_graph *g = cx->g;
+    for (int32_t hops = 0; hops < IG_MAX_RANK; hops++) {
+        int32_t e = ig__opt_producer(g, mask);
+        if (!ig__opt_is(g, e, IG_OP_expand)) break;
+        int32_t x = g->nodes[e].inputs[0];
+        if (x < 0 || g->values[x].dtype != g->values[mask].dtype || !ig__opt_mask_fits(&g->values[x].shape, s)) break;
+        mask = x;
+    }
+    return ig__opt_is_const(cx, mask) && all_zero(cx, mask) ? -1 : mask;
+}
+
 int32_t ig__opt_nan_guard(const ig_opt_ctx *cx, const ig_uses *u, int32_t p, int32_t nodes[2])
 {
     const ig_graph *g = cx->g;
@@ -110,7 +134,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
             if (pick < 0 || scaled) pick = k;
         }
         if (pick >= 0) {
-            m->mask = a->inputs[1 - pick];
+            m->mask = ig__opt_mask_source(cx, a->inputs[1 - pick], os);
             cur = a->inputs[pick];
             pre[n_pre++] = an;
             reader = an;

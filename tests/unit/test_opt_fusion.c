@@ -1,6 +1,6 @@
 /*
  * test_opt_fusion.c -- the optimizer's fusion passes (src/opt: attention, softmax, sink_views,
- * conv_epilogue, gemm_epilogue, pointwise, groupnorm, patchify, and group.c's growth rule).
+ * conv_epilogue, gemm_epilogue, gemm_siblings, pointwise, groupnorm, patchify, and group.c's growth rule).
  *
  * Per pass: graphs where it must fire (the op made, its inputs, attributes, decoded program and
  * provenance) and near-misses where it must not (an intermediate read elsewhere, a graph output in
@@ -138,7 +138,7 @@ static void build_att(T *t, int variant)
     } else if (variant == 12) {
         ig_dim d[4] = {S(t, "other"), D(1), D(1), D(5)};
         t_input(t, "mask", INGOT_DTYPE_FLOAT, 4, d);
-    } else {
+    } else if (variant != 4 && variant != 5) {
         in_f(t, "mask", 4, md);
     }
     scalar_f(t, "sqrtd", 2.0f);
@@ -146,6 +146,33 @@ static void build_att(T *t, int variant)
     scalar_f(t, "zero", 0.0f);
     const char *outs = "y";
     switch (variant) {
+    case 4:
+    case 5: { /* transformers' mask: a constant [1,1,5,5] comparison Expand-ed to the scores' shape, made
+               * additive by Where; all true (4, it masks nothing) or causal (5) */
+        uint8_t keep[25];
+        for (int i = 0; i < 25; i++) keep[i] = variant == 4 || i % 5 <= i / 5;
+        int64_t kd4[4] = {1, 1, 5, 5};
+        t_const(t, "keep", INGOT_DTYPE_BOOL, 4, kd4, keep);
+        scalar_f(t, "neginf", -INFINITY);
+        /* [batch, 1, 5, 5] with the batch from Shape(q), as transformers builds it from the input's */
+        int64_t zero1[1] = {0}, one1[1] = {1}, tail[3] = {1, 5, 5};
+        t_i64(t, "s0", 1, zero1);
+        t_i64(t, "s1", 1, one1);
+        t_i64(t, "tail", 3, tail);
+        nd(t, "shape", "Shape", "q", "qshape");
+        nd(t, "slice", "Slice", "qshape,s0,s1", "bdim");
+        ig_node *cn = nd(t, "cat", "Concat", "bdim,tail", "xshape");
+        a_int(cn, "axis", 0);
+        nd(t, "expand", "Expand", "keep,xshape", "keepx");
+        nd(t, "mm1", "MatMul", "q,kt", "s");
+        nd(t, "madd", "Where", "keepx,zero,neginf", "amask");
+        nd(t, "scale", "Div", "s,sqrtd", "ss");
+        nd(t, "add", "Add", "ss,amask", "sm");
+        nd(t, "sm", "Softmax", "sm", "p");
+        nd(t, "mm2", "MatMul", "p,v", "y");
+        t_io(t, "q,kt,v", outs);
+        return;
+    }
     case 1:
     case 15:
         nd(t, "mq", "Mul", "q,c", "qs");
@@ -214,6 +241,31 @@ TEST(attention_forms)
         ASSERT_STREQ(n->covers[n->n_covers - 1], "mm2 (MatMul)");
         ASSERT_EQ(pass_rep(&rep, "attention")->n_rewrites, 1);
         ASSERT_EQ(live_count(&t.g, NULL), v == 15 ? 2 : 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+/* A constant mask reaching the scores through Expand (expand_sink, fold, then the attention pass):
+ * read unexpanded, or not at all when it is zeros; nothing of the mask's computation is left. */
+TEST(attention_constant_masks)
+{
+    for (int v = 4; v <= 5; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_att, v, NULL, &t, &rep));
+        const ig_node *n = find_op(&t.g, "Attention");
+        ASSERT(n);
+        ASSERT_EQ(n->n_inputs, v == 4 ? 3 : 4);
+        if (v == 5) {
+            const ig_value *m = &t.g.values[n->inputs[3]];
+            ASSERT(m->flags & IG_VAL_CONST);
+            ASSERT(m->shape.rank == 4 && m->shape.d[0].n == 1 && m->shape.d[2].n == 5 && m->shape.d[3].n == 5);
+            ASSERT_EQ(ig__elem_f64(m->c.dtype, m->c.data, 1), -INFINITY); /* row 0, key 1: masked */
+            ASSERT_EQ(ig__elem_f64(m->c.dtype, m->c.data, 5), 0);         /* row 1, key 0 */
+        }
+        ASSERT_EQ(pass_rep(&rep, "expand_sink")->n_rewrites, 1);
+        ASSERT_EQ(live_count(&t.g, NULL), 1); /* the Expand and its shape's computation are gone (cleanup) */
         ig__opt_report_free(&rep);
         t_free(&t);
     }
@@ -735,6 +787,126 @@ TEST(gemm_epilogue_near_misses)
     }
 }
 
+/* ==== gemm_siblings ==== */
+
+/* Products of one input with constant weights. variant: 0 BERT's projections over x [b,5,8]: MatMul ->
+ * Mul(0.25) -> Add(bq), MatMul -> Add(bk), a bare MatMul (no bias), each a graph output; 1 over x2 [b,8]:
+ * Gemm(transB, alpha 0.5, beta 2, C [6]), Gemm without C, MatMul -> Add(bias). Near misses: 10 one product
+ * has a Relu epilogue, the other a computed weight; 11 the products read different inputs. */
+static void build_sibs(T *t, int variant)
+{
+    int64_t xd[3] = {0, 5, 8}, x2d[2] = {0, 8}, wd[2] = {8, 6}, w4[2] = {8, 4}, wt[2] = {6, 8}, bd[1] = {6};
+    int64_t b4[1] = {4}, xx[3] = {0, 8, 6};
+    rand_f(t, "Wq", 2, wd, -0.5, 0.5);
+    rand_f(t, "Wk", 2, w4, -0.5, 0.5);
+    rand_f(t, "Wv", 2, wd, -0.5, 0.5);
+    rand_f(t, "Wt", 2, wt, -0.5, 0.5);
+    rand_f(t, "bq", 1, bd, -0.5, 0.5);
+    rand_f(t, "bk", 1, b4, -0.5, 0.5);
+    scalar_f(t, "quarter", 0.25f);
+    ig_node *n;
+    switch (variant) {
+    case 0:
+        in_f(t, "x", 3, xd);
+        nd(t, "q", "MatMul", "x,Wq", "qm");
+        nd(t, "qs", "Mul", "qm,quarter", "qa");
+        nd(t, "qb", "Add", "qa,bq", "yq");
+        nd(t, "k", "MatMul", "x,Wk", "km");
+        nd(t, "kb", "Add", "km,bk", "yk");
+        nd(t, "v", "MatMul", "x,Wv", "yv");
+        t_io(t, "x", "yq,yk,yv");
+        break;
+    case 1:
+        in_f(t, "x", 2, x2d);
+        n = nd(t, "q", "Gemm", "x,Wt,bq", "yq");
+        a_int(n, "transB", 1);
+        a_float(n, "alpha", 0.5f);
+        a_float(n, "beta", 2);
+        nd(t, "k", "Gemm", "x,Wk", "yk");
+        nd(t, "v", "MatMul", "x,Wv", "vm");
+        nd(t, "vb", "Add", "vm,bq", "yv");
+        t_io(t, "x", "yq,yk,yv");
+        break;
+    case 10:
+        in_f(t, "x", 3, xd);
+        in_f(t, "x2", 3, xx);
+        nd(t, "q", "MatMul", "x,Wq", "qm");
+        nd(t, "qr", "Relu", "qm", "yq");
+        nd(t, "k", "MatMul", "x,x2", "yk");
+        t_io(t, "x,x2", "yq,yk");
+        break;
+    case 11:
+        in_f(t, "x", 3, xd);
+        in_f(t, "x2", 3, xd);
+        nd(t, "q", "MatMul", "x,Wq", "yq");
+        nd(t, "k", "MatMul", "x2,Wv", "yk");
+        t_io(t, "x,x2", "yq,yk");
+        break;
+    }
+}
+
+TEST(gemm_siblings_forms)
+{
+    for (int v = 0; v <= 1; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_sibs, v, NULL, &t, &rep));
+        ASSERT_EQ(live_count(&t.g, NULL), 2);
+        const ig_node *f = find_op(&t.g, "FusedMatMul"), *sp = find_op(&t.g, "Split");
+        ASSERT(f && sp);
+        ASSERT_STREQ(f->pass, "gemm_siblings");
+        ASSERT_EQ(f->inputs[0], vid(&t, "x"));
+        ASSERT_NEAR(ig__attr_float(f, "alpha", 0), 1, 0);
+        ASSERT_EQ(ig__attr_int(f, "trans_b", 1), 0);
+        const ig_value *w = &t.g.values[f->inputs[1]], *b = &t.g.values[f->inputs[2]];
+        ASSERT(w->c.rank == 2 && w->c.dims[0] == 8 && w->c.dims[1] == 16);
+        ASSERT(b->c.rank == 1 && b->c.dims[0] == 16);
+        /* the Split gives each product its columns back, in the order of the nodes in the graph: find q's
+         * and k's first columns (alpha folded into q's weights, beta into its bias; v's bias zeros in 1) */
+        ASSERT_EQ(sp->n_outputs, 3);
+        ASSERT_EQ(sp->inputs[0], f->outputs[0]);
+        const ig_value *sz = &t.g.values[sp->inputs[1]];
+        int64_t col[3] = {0}, off = 0, oq = -1, ok = -1, ov = -1;
+        for (int j = 0; j < 3; j++) {
+            col[j] = off;
+            off += ig__elem_f64(INGOT_DTYPE_INT64, sz->c.data, j);
+            if (sp->outputs[j] == vid(&t, "yq")) oq = col[j];
+            if (sp->outputs[j] == vid(&t, "yk")) ok = col[j];
+            if (sp->outputs[j] == vid(&t, "yv")) ov = col[j];
+        }
+        ASSERT(off == 16 && oq >= 0 && ok >= 0 && ov >= 0);
+        const ig_value *wq = &t.g.values[vid(&t, v == 0 ? "Wq" : "Wt")], *bq = &t.g.values[vid(&t, "bq")];
+        const ig_value *wk = &t.g.values[vid(&t, "Wk")], *bk = &t.g.values[vid(&t, "bk")];
+        double q10 = ig__elem_f64(wq->c.dtype, wq->c.data, v == 0 ? 1 * 6 + 0 : 0 * 8 + 1); /* W_q[k=1][n=0] */
+        ASSERT_NEAR(ig__elem_f64(w->c.dtype, w->c.data, 1 * 16 + oq), q10 * (v == 0 ? 0.25 : 0.5), 1e-6);
+        ASSERT_NEAR(ig__elem_f64(w->c.dtype, w->c.data, 2 * 16 + ok + 3),
+                    ig__elem_f64(wk->c.dtype, wk->c.data, 2 * 4 + 3), 1e-6);
+        ASSERT_NEAR(ig__elem_f64(b->c.dtype, b->c.data, oq), ig__elem_f64(bq->c.dtype, bq->c.data, 0) * (v ? 2 : 1),
+                    1e-6);
+        ASSERT_NEAR(ig__elem_f64(b->c.dtype, b->c.data, ok + 1), v == 0 ? ig__elem_f64(bk->c.dtype, bk->c.data, 1) : 0,
+                    1e-6);
+        ASSERT_NEAR(ig__elem_f64(b->c.dtype, b->c.data, ov + 2), v == 1 ? ig__elem_f64(bq->c.dtype, bq->c.data, 2) : 0,
+                    1e-6);
+        ASSERT(f->n_covers >= 3);
+        ASSERT_EQ(pass_rep(&rep, "gemm_siblings")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(gemm_siblings_near_misses)
+{
+    for (int v = 10; v <= 11; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_sibs, v, NULL, &t, &rep));
+        ASSERT(!find_op(&t.g, "Split"));
+        ASSERT_EQ(pass_rep(&rep, "gemm_siblings")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
 /* ==== pointwise ==== */
 
 /* variant: 0 SiLU Mul(x, Sigmoid(x)); 1 BERT's mask from ids: Equal(ids, 0) -> Not (int64 math), Cast ->
@@ -1247,8 +1419,9 @@ TEST(passes_one_at_a_time)
     t_free(&t);
 }
 
-TEST_MAIN(RUN(attention_forms); RUN(attention_near_misses); RUN(softmax_forms); RUN(softmax_near_misses);
-          RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses); RUN(conv_epilogue_forms);
-          RUN(conv_epilogue_near_misses); RUN(gemm_epilogue_forms); RUN(gemm_epilogue_near_misses);
+TEST_MAIN(RUN(attention_forms); RUN(attention_constant_masks); RUN(attention_near_misses); RUN(softmax_forms);
+          RUN(softmax_near_misses); RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses);
+          RUN(conv_epilogue_forms); RUN(conv_epilogue_near_misses); RUN(gemm_epilogue_forms);
+          RUN(gemm_epilogue_near_misses); RUN(gemm_siblings_forms); RUN(gemm_siblings_near_misses);
           RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms); RUN(groupnorm_near_misses);
           RUN(patchify_forms); RUN(patchify_near_misses); RUN(passes_one_at_a_time))
