@@ -100,7 +100,10 @@ if [ "$part" = zoo ]; then
         # fewer export processes of our own while the background ones are still busy
         kill -0 "$zoo_export" 2>/dev/null && jobs_arg=(--jobs 2)
         stage "zoo ${zoo_sel[*]}" $((left + 60)) python3 bench/zoo/zoo.py "${zoo_sel[@]}" "${jobs_arg[@]}" \
-            --work "$work/zoo" --out "$out/zoo" --ingot "$here/build-gpu/ingot" --budget "$left"
+            --work "$work/zoo" --out "$out/zoo" --ingot "$here/build-gpu/ingot" --budget "$left" \
+            --reports "$work/zoo_reports"
+        # every model's diagnosis report, as one file ($OUT returns few files)
+        tar -czf "$out/zoo/reports.tar.gz" -C "$work" zoo_reports 2>/dev/null
     fi
     kill "$zoo_export" 2>/dev/null
     wait "$zoo_export" 2>/dev/null

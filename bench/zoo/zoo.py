@@ -13,7 +13,8 @@ Per model: export (export.py, in a pool of CPU processes that runs ahead of the 
 build` fp32 and fp16 engines at the check batch, `ingot run --device cuda` on the exported inputs,
 compared with ONNX Runtime's outputs (fp32: relative error <= 1e-3; fp16: cosine >= 0.999) -> `ingot
 bench --fp16` at both batches -> PyTorch's best (torch_time.py: eager and CUDA graph, NCHW and
-channels_last, fp16). Every step has a time limit; a model that fails or hangs is reported and skipped.
+channels_last, fp16) -> with --reports DIR, `ingot profile` at the largest batch (bottleneck class, verdict,
+an HTML report in DIR). Every step has a time limit; a model that fails or hangs is reported and skipped.
 The markdown table is printed last; zoo.json and zoo.md go to --out (default $OUT, else ./zoo_out).
 """
 import argparse
@@ -478,6 +479,27 @@ def ingot_model(name, meta, args, worker):
                 if j.get("timed_runs") else None,
                 "s": round(s, 2), "profile": where_time_goes(err)}
 
+    # the diagnosis at the largest batch that ran: `ingot profile` (issue 11), its class and verdict in the
+    # JSON and the table, its HTML report in --reports
+    ran = [int(b) for b, bb in res["bench"].items() if bb.get("ok")]
+    if args.reports and ran and not over():
+        b = max(ran)
+        html = os.path.join(args.reports, f"{name}_b{b}.html")
+        cmd = [ing, "profile", os.path.join(d, "model.onnx"), "--batch", str(b), "--json", "--html", html]
+        cmd += ["--fp16"] if args.device == "cuda" else ["--cpu"]
+        rc, out, err, s = run_cmd(cmd, left(args.step_timeout), log)
+        try:
+            j = json.loads(out) if rc == 0 else None
+        except ValueError:
+            j = None
+        if j:
+            res["diagnosis"] = {"batch": b, "bottleneck": j.get("bottleneck"), "verdict": j.get("verdict"),
+                                "classes": {k: round(v.get("share", 0), 3) for k, v in (j.get("classes") or {}).items()},
+                                "run_ms": (j.get("run") or {}).get("run_ms"), "report": os.path.basename(html),
+                                "s": round(s, 2)}
+        else:
+            res["errors"].append(f"profile b{b}: {err_line(out, err, rc)}")
+
     # PyTorch's best, same batches (only where ingot has a time to compare with)
     if worker is not None and any(bb.get("ok") for bb in res["bench"].values()) and not over():
         batches = [int(b) for b in (args.batches or meta["batches"])]
@@ -537,6 +559,20 @@ def time_by_kind(results):
             L.append(f"- {r['model']} b{b} ({ratio:.2f}x, stream {pr['stream_ms']:.3f} ms): {share}; slowest: {top}")
     return (["", "where the time goes in the runs slower than PyTorch (kind: share of stream time (steps)):"] + L
             if L else [])
+
+
+def diagnoses(results):
+    """One line per model: `ingot profile`'s class shares and verdict at its largest batch (--reports)."""
+    L = []
+    for r in results:
+        dg = r.get("diagnosis")
+        if not dg:
+            continue
+        cls = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(dg["classes"].items(), key=lambda kv: -kv[1]) if v)
+        L.append(f"- {r['model']} b{dg['batch']}: {dg['bottleneck']} ({cls}). {(dg['verdict'] or '').split('. ')[0]}"
+                 f" [{dg['report']}]")
+    return ["", "diagnosis (`ingot profile` at the largest batch: time by class, the verdict, the HTML report):"] + L \
+        if L else []
 
 
 def verdicts(res):
@@ -624,6 +660,7 @@ def table(results, title=""):
     n_num = sum(1 for r in results if r["numerics"] and all(n.get("ok") for n in r["numerics"].values()))
     L.append(f"{len(results)} models: {n_ok} built, {n_num} numerics ok")
     L += time_by_kind(results)
+    L += diagnoses(results)
     fails = [(r["model"], e) for r in results for e in r["errors"]]
     if fails:
         L.append("")
@@ -643,6 +680,8 @@ def run(args):
     os.makedirs(args.work, exist_ok=True)
     if not args.export_only and not args.dry_run:
         os.makedirs(args.out, exist_ok=True)
+        if args.reports:
+            os.makedirs(args.reports, exist_ok=True)
     t0 = time.time()
     label = args.shard or (args.models and "selected") or "all"
     print(f"zoo: {len(names)} models ({label}): {', '.join(names)}", flush=True)
@@ -805,6 +844,8 @@ def main():
     p.add_argument("--export-only", action="store_true")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-bench", action="store_true")
+    p.add_argument("--reports", metavar="DIR", help="also `ingot profile` each model at its largest batch: the "
+                   "class and verdict into the JSON and table, the HTML report into DIR")
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
