@@ -893,6 +893,26 @@ def case_index_ops():
     return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=18), {"input": (2, 4, 6, 8)}
 
 
+def case_deberta_gather(B=2, S=24, E=16):
+    """DeBERTa's relative-position gathers: c2p scores [B, S, 2S] gathered along the keys by one [1, S, S]
+    table of positions Expand-ed over the batch (read through stride 0, never copied), and p2c the same
+    over a transposed view of the scores (data read through its strides)."""
+    g = G()
+    x = "input"  # [B, S, E]
+    c2p = g.op("MatMul", [x, g.w(randw(E, 2 * S, scale=0.5))])  # [B, S, 2S]
+    pos = np.clip(np.arange(S)[None, :] - np.arange(S)[:, None] + S, 0, 2 * S - 1)  # [S, S] in [0, 2S)
+    b = g.op("Slice", [g.op("Shape", [x]), g.w(np.array([0], np.int64)), g.w(np.array([1], np.int64))])
+    shape = g.op("Concat", [b, g.w(np.array([S, S], np.int64))], axis=0)
+    idx = g.op("Expand", [g.w(pos[None].astype(np.int64)), shape])  # [B, S, S]
+    o1 = g.op("GatherElements", [c2p, idx], axis=2)
+    p2c = g.op("Transpose", [c2p], perm=[0, 2, 1])  # [B, 2S, S]
+    o2 = g.op("GatherElements", [p2c, idx], axis=1)  # [B, S, S]
+    g.op("Add", [o1, o2])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", S, E])
+    return g.model([inp], [out_info(["batch", S, S])]), {"input": (B, S, E)}
+
+
 def case_scatter9():
     """Scatter, ScatterElements' opset-9 name."""
     g = G()
@@ -1177,6 +1197,7 @@ CASES = {
     "unsupported_topk": case_unsupported_topk,
     "unary_more": case_unary_more,
     "index_ops": case_index_ops,
+    "deberta_gather": case_deberta_gather,
     "scatter9": case_scatter9,
     "einsum": case_einsum,
     "unsupported_lrn": case_unsupported_lrn,

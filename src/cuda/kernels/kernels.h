@@ -426,6 +426,7 @@ typedef struct ig_index_args {
     int32_t rank, axis;
     int64_t dims[IG_IX_MAX_RANK];
     int64_t ts[IG_IX_MAX_RANK]; /* *Elements: strides of x (gather) or y (scatter); *ND: of the indexed dims */
+    int64_t is[IG_IX_MAX_RANK]; /* *Elements: strides of the indices (0 where they broadcast) */
     int64_t axis_dim;           /* *Elements: the indexed axis's length in x (gather) or y (scatter) */
     int64_t k;                  /* *ND: indices per row, their dims: */
     int64_t nd_dims[IG_IX_MAX_RANK];
