@@ -29,8 +29,8 @@ typedef struct sib {
     int32_t node, w, bias; /* the weight and the bias values (bias -1: none) */
     bool trans_b;
     double alpha, beta;
-    int64_t n;   /* columns */
-    int32_t pos; /* position in the graph's order */
+    int64_t k, n; /* rows and columns of the weight as the product reads it */
+    int32_t pos;  /* position in the graph's order */
 } sib;
 
 static bool mm_dtype(ingot_dtype t)
@@ -47,7 +47,7 @@ static bool no_epilogue(const ig_opt_ctx *cx, const ig_node *n)
     return ig__pw_decode(cx->g, n, "epilogue_", 1, &p, &e) == INGOT_OK && p.n_ops == 0;
 }
 
-/* Node id as a sibling over input a of K rows and dtype t: true with s filled. */
+/* Node id as a sibling over input a of dtype t whose weight has k rows (k < 0: any): true with s filled. */
 static bool sibling_of(const ig_opt_ctx *cx, int32_t id, int32_t a, int64_t k, ingot_dtype t, sib *s)
 {
     const ig_graph *g = cx->g;
@@ -61,8 +61,9 @@ static bool sibling_of(const ig_opt_ctx *cx, int32_t id, int32_t a, int64_t k, i
     s->w = n->inputs[1];
     s->bias = -1;
     s->alpha = s->beta = 1;
+    if (s->w < 0 || !ig__opt_is_const(cx, s->w)) return false;
     const ig_value *wv = &g->values[s->w], *yv = &g->values[n->outputs[0]];
-    if (s->w < 0 || !ig__opt_is_const(cx, s->w) || wv->c.rank != 2 || wv->dtype != t || yv->dtype != t) return false;
+    if (wv->c.rank != 2 || wv->dtype != t || yv->dtype != t) return false;
     if (fused) {
         if (ig__attr_int(n, "trans_a", 0) || !no_epilogue(cx, n)) return false;
         s->trans_b = ig__attr_int(n, "trans_b", 0) != 0;
@@ -78,8 +79,9 @@ static bool sibling_of(const ig_opt_ctx *cx, int32_t id, int32_t a, int64_t k, i
         return false;
     }
     const int64_t *wd = wv->c.dims;
-    if ((s->trans_b ? wd[1] : wd[0]) != k) return false;
+    s->k = s->trans_b ? wd[1] : wd[0];
     s->n = s->trans_b ? wd[0] : wd[1];
+    if (k >= 0 && s->k != k) return false;
     if (s->n < 1) return false;
     /* the bias as FusedMatMul and Gemm both accept it for fusion: a constant of N elements, [N] or [1, N] */
     if (s->bias >= 0) {
@@ -200,13 +202,12 @@ static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
     if (!mm_dtype(av->dtype) || av->shape.rank < 2 || !ig__opt_is_const(cx, n->inputs[1]) || wv->c.rank != 2)
         return INGOT_OK;
     /* K from A's last dim when known, else from this node's weight (the siblings must agree with it) */
-    int64_t k = wv->c.dims[0];
     const ig_dim kd = av->shape.d[av->shape.rank - 1];
-    if (ig__dim_known(kd)) k = kd.n;
     sib s[MAX_SIBS];
     int32_t n_s = 0;
     /* this node first: a walk in order meets the earliest sibling first, so a group forms once */
-    if (!sibling_of(cx, id, a, k, av->dtype, &s[0])) return INGOT_OK;
+    if (!sibling_of(cx, id, a, ig__dim_known(kd) ? kd.n : -1, av->dtype, &s[0])) return INGOT_OK;
+    int64_t k = s[0].k;
     s[n_s++].pos = w->pos[id];
     for (int32_t u = w->u.off[a]; u < w->u.off[a + 1] && n_s < MAX_SIBS; u++) {
         int32_t o = w->u.node[u];
