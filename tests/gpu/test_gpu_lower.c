@@ -84,6 +84,11 @@ static void dump(const ig_cu_prog *p)
         } else if (s->kind == IG_ST_CONV) {
             printf("  relu=%d bias=%d z=%d group=%d%s", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
                    s->u.conv.group, s->u.conv.transpose ? " transpose" : "");
+        } else if (s->kind == IG_ST_REDUCTION) { /* the canonical form and the planned launch geometry */
+            const ig_reduction_args *r = &s->u.k.a.red;
+            printf("  %s outputs=%lld reduced=%lld inner=%lld keep=%d red=%d vec=%d lanes=%d split=%d chunk=%lld",
+                   r->cols ? "columns" : "rows", (long long)r->n_out, (long long)r->n_red_total, (long long)r->inner,
+                   r->n_keep, r->n_red, r->vec, r->lanes, r->split, (long long)r->chunk);
         }
         printf("\n");
     }
