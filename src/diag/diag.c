@@ -157,9 +157,9 @@ void ig__diag_analyze(ig_diag_report *r)
     memset(r->class_n, 0, sizeof r->class_n);
     r->steps_ms = 0;
     r->fusable_steps = 0;
-    take_off_probes(r);
     r->fusable_bytes = 0;
     r->verdict[0] = '\0';
+    take_off_probes(r);
     for (int64_t k = 0; k < r->n_steps; k++) {
         ig_diag_step *s = &r->steps[k];
         ig__diag_classify(&r->ceil, r->graphs, s);

@@ -34,11 +34,6 @@ typedef struct att_match {
 
 static void take(att_match *m, int32_t id) { m->nodes[m->n++] = id; }
 
-static bool float_type(ingot_dtype t)
-{
-    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
-}
-
 /* Node id multiplies x by a scalar constant (Mul either order, or Div(x, c)): the factor. */
 static bool scales(const ig_opt_ctx *cx, int32_t id, int32_t x, double *f)
 {
@@ -62,7 +57,7 @@ static bool operands_fit(const ig_graph *g, const att_match *m)
 {
     const ig_value *q = &g->values[m->q], *k = &g->values[m->kt], *v = &g->values[m->v];
     int32_t r = q->shape.rank;
-    if (!float_type(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype) return false;
+    if (!ig__opt_float_type(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype) return false;
     if (r < 3 || k->shape.rank != r || v->shape.rank != r) return false;
     for (int32_t d = 0; d < r - 2; d++)
         if (!ig__dim_eq(q->shape.d[d], k->shape.d[d]) || !ig__dim_eq(q->shape.d[d], v->shape.d[d])) return false;
@@ -102,7 +97,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t mm, att_match 
         int32_t mask = ig__opt_other_input(&g->nodes[c], s);
         const ig_shape *ss = &g->values[s].shape;
         if (mask < 0 || mask == s || !ig__opt_mask_fits(&g->values[mask].shape, ss) ||
-            !ig__opt_shape_eq(&g->values[ig__opt_out0(g, c)].shape, ss) || !float_type(g->values[mask].dtype))
+            !ig__opt_shape_eq(&g->values[ig__opt_out0(g, c)].shape, ss) || !ig__opt_float_type(g->values[mask].dtype))
             return false;
         m->mask = ig__opt_mask_source(cx, mask, ss);
         take(m, c);

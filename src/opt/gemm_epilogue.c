@@ -22,11 +22,6 @@
 
 #include <stdio.h>
 
-static bool mm_dtype(ingot_dtype t)
-{
-    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
-}
-
 typedef struct mm_match {
     int32_t node, a, b;
     bool is_gemm, trans_a, trans_b;
@@ -59,7 +54,8 @@ static bool anchor_of(const ig_opt_ctx *cx, int32_t id, mm_match *m)
     if (n->dead || (n->op != IG_OP_matmul && n->op != IG_OP_gemm) || (n->domain && n->domain[0])) return false;
     if (n->n_inputs < 2 || n->n_outputs != 1 || n->outputs[0] < 0 || n->inputs[0] < 0 || n->inputs[1] < 0) return false;
     const ig_value *a = &g->values[n->inputs[0]], *b = &g->values[n->inputs[1]], *y = &g->values[n->outputs[0]];
-    if (!mm_dtype(a->dtype) || b->dtype != a->dtype || y->dtype != a->dtype || y->shape.rank < 0) return false;
+    if (!ig__opt_float_type(a->dtype) || b->dtype != a->dtype || y->dtype != a->dtype || y->shape.rank < 0)
+        return false;
     if (a->shape.rank < 1 || b->shape.rank < 1) return false;
     memset(m, 0, sizeof *m);
     m->node = id;

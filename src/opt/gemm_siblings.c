@@ -33,11 +33,6 @@ typedef struct sib {
     int32_t pos;  /* position in the graph's order */
 } sib;
 
-static bool mm_dtype(ingot_dtype t)
-{
-    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
-}
-
 /* A FusedMatMul's epilogue is empty (and it has no extras). */
 static bool no_epilogue(const ig_opt_ctx *cx, const ig_node *n)
 {
@@ -199,7 +194,7 @@ static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
     if (n->dead || n->n_inputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0) return INGOT_OK;
     int32_t a = n->inputs[0];
     const ig_value *av = &g->values[a], *wv = &g->values[n->inputs[1]];
-    if (!mm_dtype(av->dtype) || av->shape.rank < 2 || !ig__opt_is_const(cx, n->inputs[1]) || wv->c.rank != 2)
+    if (!ig__opt_float_type(av->dtype) || av->shape.rank < 2 || !ig__opt_is_const(cx, n->inputs[1]) || wv->c.rank != 2)
         return INGOT_OK;
     /* K from A's last dim when known, else from this node's weight (the siblings must agree with it) */
     const ig_dim kd = av->shape.d[av->shape.rank - 1];

@@ -78,6 +78,12 @@ static inline bool ig__opt_is(const ig_graph *g, int32_t id, int32_t op)
 }
 static inline int32_t ig__opt_out0(const ig_graph *g, int32_t id) { return g->nodes[id].outputs[0]; }
 
+/* The float types the fused ops compute in (fp32 math over fp32/fp16/bf16 storage). */
+static inline bool ig__opt_float_type(ingot_dtype t)
+{
+    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
+}
+
 /* ---- constants -------------------------------------------------------------------------------- */
 
 /* A build-time constant for every run: the value's data is known and does not come from a graph input

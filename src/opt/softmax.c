@@ -14,11 +14,6 @@
  */
 #include "opt_internal.h"
 
-static bool float_type(ingot_dtype t)
-{
-    return t == INGOT_DTYPE_FLOAT || t == INGOT_DTYPE_FLOAT16 || t == INGOT_DTYPE_BFLOAT16;
-}
-
 bool ig__opt_softmax_last(const ig_node *n, int32_t r)
 {
     if (n->n_inputs != 1 || n->n_outputs != 1 || n->outputs[0] < 0 || r < 1) return false;
@@ -115,7 +110,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
     const ig_graph *g = cx->g;
     const ig_node *s = &g->nodes[sm];
     int32_t cur = s->inputs[0];
-    if (cur < 0 || !ig__opt_softmax_last(s, g->values[cur].shape.rank) || !float_type(g->values[cur].dtype))
+    if (cur < 0 || !ig__opt_softmax_last(s, g->values[cur].shape.rank) || !ig__opt_float_type(g->values[cur].dtype))
         return false;
     *m = (sm_match){.x = cur, .mask = -1, .scale = 1, .log = s->op == IG_OP_log_softmax};
     int32_t pre[2], n_pre = 0, reader = sm, src;
@@ -128,7 +123,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
         for (int k = 0; k < 2; k++) {
             int32_t xv = a->inputs[k], mv = a->inputs[1 - k];
             if (xv < 0 || mv < 0 || xv == mv || !ig__opt_shape_eq(&g->values[xv].shape, os)) continue;
-            if (!ig__opt_mask_fits(&g->values[mv].shape, os) || !float_type(g->values[mv].dtype)) continue;
+            if (!ig__opt_mask_fits(&g->values[mv].shape, os) || !ig__opt_float_type(g->values[mv].dtype)) continue;
             /* prefer the operand a scalar scaled: both parts fuse */
             bool scaled = ig__uses_sole(u, xv) == an && scale_of(cx, ig__opt_producer(g, xv), &src, &f);
             if (pick < 0 || scaled) pick = k;
@@ -157,7 +152,7 @@ static bool match(const ig_opt_ctx *cx, const ig_uses *u, int32_t sm, sm_match *
         m->nodes[m->n++] = guard[1];
         m->y = pg;
     }
-    return m->n > 1 && float_type(g->values[m->x].dtype);
+    return m->n > 1 && ig__opt_float_type(g->values[m->x].dtype);
 }
 
 static ingot_status make_masked(ig_opt_ctx *cx, const sm_match *m)

@@ -737,12 +737,12 @@ static void emulate_index(const ig_index_args *a)
                 if (d != a->axis) off += c * a->ts[d];
             }
             off += ix_index(a, ioff, a->axis_dim) * a->ts[a->axis];
-        }
             if (a->op == IG_IX_GATHER_ELEMENTS)
                 memcpy(y + (size_t)e * es, x + (size_t)off * es, es);
             else
                 memcpy(y + (size_t)off * es, u + (size_t)e * es, es);
             break;
+        }
         case IG_IX_GATHER_ND:
         case IG_IX_SCATTER_ND:
             for (int64_t j = 0; j < a->k; j++) off += ix_index(a, row * a->k + j, a->nd_dims[j]) * a->ts[j];

@@ -83,11 +83,11 @@ static void run_case(const ig_ew_args &a, int64_t in_size, const char *what)
     std::vector<int64_t> stamp(TR_MAX_C * TR_LD);
     bool bad_slot = false, bad_src = false, bad_dst = false, stale = false;
     for (int64_t b = 0; b < blocks; b++) {
-        int64_t ib, ob, p0, off;
+        int64_t ib, ob, p0, ic, off;
         int slot;
-        tr_tile(a, b, ib, ob, p0);
+        tr_tile(a, b, ib, ob, p0, ic);
         for (int i = 0; i < C * TR_TP; i++) /* the load phase, every thread's share */
-            if (tr_load_at(a, ib, p0, i, off, slot)) {
+            if (tr_load_at(a, ib, ic, p0, i, off, slot)) {
                 if (slot < 0 || slot >= TR_MAX_C * TR_LD)
                     bad_slot = true;
                 else if (off < 0 || off >= in_size)

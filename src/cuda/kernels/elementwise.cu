@@ -570,12 +570,12 @@ template <typename I> __global__ void __launch_bounds__(EW_BLOCK) ew_fast_kernel
 __global__ void __launch_bounds__(TR_BLOCK) ew_transpose_kernel(const ig_ew_args a)
 {
     __shared__ float tile[TR_MAX_C * TR_LD];
-    int64_t in_base, out_base, p0, off;
-    tr_tile(a, blockIdx.x, in_base, out_base, p0);
+    int64_t in_base, out_base, p0, in_c, off;
+    tr_tile(a, blockIdx.x, in_base, out_base, p0, in_c);
     const int n = (int)a.dims[a.rank - 2] * TR_TP;
     int slot;
     for (int i = threadIdx.x; i < n; i += TR_BLOCK)
-        if (tr_load_at(a, in_base, p0, i, off, slot)) tile[slot] = load_one<float>(a.in[0], off, a.in_dtype[0]);
+        if (tr_load_at(a, in_base, in_c, p0, i, off, slot)) tile[slot] = load_one<float>(a.in[0], off, a.in_dtype[0]);
     __syncthreads();
     for (int i = threadIdx.x; i < n; i += TR_BLOCK)
         if (tr_store_at(a, out_base, p0, i, off, slot)) store_one<float>(a.out, off, a.out_dtype, tile[slot]);

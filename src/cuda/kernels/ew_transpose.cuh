@@ -64,9 +64,11 @@ static inline __host__ __device__ int64_t tr_blocks(const ig_ew_args &a)
     return b;
 }
 
-/* Block blk's tile: where its input rows and its output block start, and its first position p0. */
-IG_TR_HD void tr_tile(const ig_ew_args &a, int64_t blk, int64_t &in_base, int64_t &out_base, int64_t &p0)
+/* Block blk's tile: where its input rows and its output block start, its first position p0, and the
+ * input's stride from one row (along C) to the next. */
+IG_TR_HD void tr_tile(const ig_ew_args &a, int64_t blk, int64_t &in_base, int64_t &out_base, int64_t &p0, int64_t &in_c)
 {
+    in_c = tr_in_stride(a, a.rank - 2);
     const int r = a.rank;
     const int64_t tiles = (a.dims[r - 1] + TR_TP - 1) / TR_TP;
     int64_t o = blk / tiles;
@@ -81,11 +83,11 @@ IG_TR_HD void tr_tile(const ig_ew_args &a, int64_t blk, int64_t &in_base, int64_
 }
 
 /* Element i (0 .. C * TR_TP - 1) of the load phase: its input offset and tile slot; false past P. */
-IG_TR_HD bool tr_load_at(const ig_ew_args &a, int64_t in_base, int64_t p0, int i, int64_t &src, int &slot)
+IG_TR_HD bool tr_load_at(const ig_ew_args &a, int64_t in_base, int64_t in_c, int64_t p0, int i, int64_t &src, int &slot)
 {
     const int c = i / TR_TP, j = i - c * TR_TP;
     if (p0 + j >= a.dims[a.rank - 1]) return false;
-    src = in_base + c * tr_in_stride(a, a.rank - 2) + p0 + j;
+    src = in_base + c * in_c + p0 + j;
     slot = c * TR_LD + j;
     return true;
 }
