@@ -11,9 +11,9 @@
  * The generated kernel takes the same ig_ew_args as the interpreter (so binding, launching and the CUDA
  * Graph's pointer patching do not change) and computes exactly the interpreter's expressions, in fp32,
  * rounding once at the store. It includes no header: the toolkit's headers need not be installed where
- * ingot runs, only libnvrtc. Programs it does not cover (integer math, dtypes other than fp32/fp16/bf16,
- * the codes of pw_math.h) keep the interpreter, as does every program when NVRTC is missing or fails;
- * INGOT_CUDA_EW_JIT=0 turns it off.
+ * ingot runs, only libnvrtc. Programs it does not cover (integer math, dtypes other than fp32/fp16/bf16
+ * -- and bool inputs, read as 0 or 1 --, the codes of pw_math.h) keep the interpreter, as does every program when NVRTC
+ * is missing or fails; INGOT_CUDA_EW_JIT=0 turns it off.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_internal.h"
@@ -78,6 +78,10 @@ static const char *dtype_tag(int32_t dt)
     }
 }
 
+/* An input's tag: the output's dtypes and bool (a Where's condition, a mask), read as 0 or 1 as the
+ * interpreter reads it. */
+static const char *in_tag(int32_t dt) { return dt == INGOT_DTYPE_BOOL ? "b8" : dtype_tag(dt); }
+
 /* The interpreter's expression of code, as text (kernels.h, IG_EW_FLOAT_EXPRS): NULL for the codes left
  * to the interpreter (pw_math.h's). */
 static const char *code_expr(int code)
@@ -94,10 +98,10 @@ static const char *code_expr(int code)
 bool ig__cu_ew_jit_covers(const ig_ew_args *a)
 {
     if (a->int_math || a->n <= 0 || a->rank < 1 || a->rank > IG_EW_MAX_RANK || a->n_in < 1 || a->n_in > IG_EW_MAX_IN ||
-        a->n_ops < 1 || a->n_ops > IG_EW_MAX_OPS || !dtype_tag(a->out_dtype))
+        a->n_ops < 1 || a->n_ops > IG_EW_MAX_OPS || !dtype_tag(a->out_dtype) || ingot_cuda_ew_transposes(a))
         return false;
     for (int k = 0; k < a->n_in; k++)
-        if (!dtype_tag(a->in_dtype[k]) || a->in_kind[k] < 0 || a->in_kind[k] > 2) return false;
+        if (!in_tag(a->in_dtype[k]) || a->in_kind[k] < 0 || a->in_kind[k] > 2) return false;
     bool set[IG_EW_NREG] = {false};
     for (int i = 0; i < a->n_ops; i++) {
         const ig_ew_op *o = &a->ops[i];
@@ -169,6 +173,8 @@ static void preamble(sbuf *b)
         "__device__ __forceinline__ float ld1_f32(const void *p, i64 i) { return ((const float *)p)[i]; }\n"
         "__device__ __forceinline__ float ld1_f16(const void *p, i64 i) { return h2f(((const u16 *)p)[i]); }\n"
         "__device__ __forceinline__ float ld1_bf16(const void *p, i64 i) { return b2f(((const u16 *)p)[i]); }\n"
+        "__device__ __forceinline__ float ld1_b8(const void *p, i64 i) { return ((const u8 *)p)[i] != 0 ? 1.f : 0.f; "
+        "}\n"
         "__device__ __forceinline__ void st1_f32(void *p, i64 i, float v) { ((float *)p)[i] = v; }\n"
         "__device__ __forceinline__ void st1_f16(void *p, i64 i, float v) { ((u16 *)p)[i] = f2h(v); }\n"
         "__device__ __forceinline__ void st1_bf16(void *p, i64 i, float v) { ((u16 *)p)[i] = f2b(v); }\n"
@@ -193,6 +199,12 @@ static void preamble(sbuf *b)
         "{ ld8_16(p, off, st, false, o); }\n"
         "__device__ __forceinline__ void ld8_bf16(const void *p, i64 off, i64 st, float (&o)[8]) "
         "{ ld8_16(p, off, st, true, o); }\n"
+        "__device__ __forceinline__ void ld8_b8(const void *p, i64 off, i64 st, float (&o)[8]) {\n"
+        "  const u8 *q = (const u8 *)p + off;\n"
+        "  if (st == 0) { float v = *q != 0 ? 1.f : 0.f; for (int j = 0; j < 8; j++) o[j] = v; return; }\n"
+        "  if (st == 1 && ((u64)q & 7) == 0) { u64 x = *(const u64 *)q;\n"
+        "    for (int j = 0; j < 8; j++) o[j] = ((x >> (8 * j)) & 0xffu) != 0 ? 1.f : 0.f; return; }\n"
+        "  for (int j = 0; j < 8; j++) o[j] = q[j * st] != 0 ? 1.f : 0.f; }\n"
         "__device__ __forceinline__ void st8_f32(void *p, i64 off, i64 st, const float (&v)[8]) {\n"
         "  float *q = (float *)p + off;\n"
         "  if (st == 1 && ((u64)q & 15) == 0) { ((float4 *)q)[0] = make_float4(v[0], v[1], v[2], v[3]);\n"
@@ -250,7 +262,7 @@ static void program(sbuf *b, const ig_ew_args *a, int w, bool vec)
         const ig_ew_op *o = &a->ops[i];
         if (o->code == IG_EW_LOAD) {
             int k = o->a;
-            const char *t = dtype_tag(a->in_dtype[k]);
+            const char *t = in_tag(a->in_dtype[k]);
             if (vec) {
                 char st[64];
                 if (a->in_kind[k] == 2)

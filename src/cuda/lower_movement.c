@@ -519,8 +519,11 @@ ingot_status ig__lw_index(ig_lower *L, int32_t id)
     const ig_node *n = ig__lw_node(L, id);
     const char *why = ig__lw_supports_index(L->g, n);
     if (why) return ig__lw_fail(L, id, INGOT_ERR_MODEL_UNSUPPORTED_OP, "%s", why);
-    int32_t xt = dense_in(L, id, 0);
-    if (xt < 0) return ig__lw_status(L);
+    /* GatherElements reads its data and indices through their strides; the others want them dense */
+    bool strided = n->op == IG_OP_gather_elements;
+    int32_t xt = strided ? ig__lw_get(L, ig__lw_in(L, id, 0)) : dense_in(L, id, 0);
+    if (xt < 0)
+        return strided ? ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input 0 has no device tensor") : ig__lw_status(L);
     const ig_cu_tensor x = *ig__lw_T(L, xt);
     int64_t od[IG_MAX_RANK];
     int32_t orank = ig__lw_value_dims(L, n->outputs[0], od);
@@ -561,12 +564,16 @@ ingot_status ig__lw_index(ig_lower *L, int32_t id)
         a.reverse = ig__attr_int(n, "reverse", 0) != 0;
         return emit_index(L, id, &a, xt, -1, -1, yt);
     }
-    int32_t it = dense_in(L, id, 1);
-    if (it < 0) return ig__lw_status(L);
+    bool elements = n->op == IG_OP_gather_elements || n->op == IG_OP_scatter_elements || n->op == IG_OP_scatter;
+    int32_t it = elements ? ig__lw_get(L, ig__lw_in(L, id, 1)) : dense_in(L, id, 1);
+    if (it < 0)
+        return elements ? ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input 1 has no device tensor") : ig__lw_status(L);
     const ig_cu_tensor ix = *ig__lw_T(L, it);
     a.idx_dtype = ix.dtype;
     int64_t xs[IG_MAX_RANK];
     ig__lw_contig_strides(x.rank, x.dims, xs); /* y of the scatters: x's dims, dense too */
+    if (strided)
+        for (int32_t q = 0; q < x.rank; q++) xs[q] = x.strides[q];
     bool scatter = n->op != IG_OP_gather_elements && n->op != IG_OP_gather_nd;
     int32_t ut = -1;
     if (scatter) {
@@ -574,7 +581,7 @@ ingot_status ig__lw_index(ig_lower *L, int32_t id)
         ingot_status st = ig__lw_copy(L, id, "scatter data copy", xt, yt, 0);
         if (st != INGOT_OK) return st;
     }
-    if (n->op == IG_OP_gather_elements || n->op == IG_OP_scatter_elements || n->op == IG_OP_scatter) {
+    if (elements) {
         a.op = scatter ? IG_IX_SCATTER_ELEMENTS : IG_IX_GATHER_ELEMENTS;
         a.rank = ix.rank;
         a.axis = ig__lw_norm_axis(ig__attr_int(n, "axis", 0), x.rank);
@@ -583,6 +590,7 @@ ingot_status ig__lw_index(ig_lower *L, int32_t id)
         for (int32_t q = 0; q < ix.rank; q++) {
             a.dims[q] = ix.dims[q];
             a.ts[q] = xs[q];
+            a.is[q] = ix.dims[q] == 1 ? 0 : ix.strides[q];
         }
         a.axis_dim = x.dims[a.axis];
         a.n = (int64_t)ig__cu_tensor_numel(&ix);

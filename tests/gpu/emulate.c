@@ -728,17 +728,21 @@ static void emulate_index(const ig_index_args *a)
         int64_t off = 0, rem = e, row = a->slice ? e / a->slice : 0, p = a->slice ? e % a->slice : 0;
         switch (a->op) {
         case IG_IX_GATHER_ELEMENTS:
-        case IG_IX_SCATTER_ELEMENTS:
+        case IG_IX_SCATTER_ELEMENTS: {
+            int64_t ioff = 0;
             for (int d = a->rank - 1; d >= 0; d--) {
                 int64_t c = rem % a->dims[d];
                 rem /= a->dims[d];
-                off += (d == a->axis ? ix_index(a, e, a->axis_dim) : c) * a->ts[d];
+                ioff += c * a->is[d];
+                if (d != a->axis) off += c * a->ts[d];
             }
+            off += ix_index(a, ioff, a->axis_dim) * a->ts[a->axis];
             if (a->op == IG_IX_GATHER_ELEMENTS)
                 memcpy(y + (size_t)e * es, x + (size_t)off * es, es);
             else
                 memcpy(y + (size_t)off * es, u + (size_t)e * es, es);
             break;
+        }
         case IG_IX_GATHER_ND:
         case IG_IX_SCATTER_ND:
             for (int64_t j = 0; j < a->k; j++) off += ix_index(a, row * a->k + j, a->nd_dims[j]) * a->ts[j];

@@ -13,11 +13,14 @@
  * Memory access: when the innermost iteration dim is a multiple of V, the V elements of a thread share
  * their outer coordinates: one index computation, then 16-byte vector loads/stores where an operand is
  * contiguous and aligned (fp16/bf16: one uint4 per 8 values; fp32: two), a single load where it is
- * broadcast, strided scalar loads otherwise.
+ * broadcast, strided scalar loads otherwise. A copy whose input runs along one dim and whose output runs
+ * along another (an NCHW image written channels-last) goes through a shared-memory tile instead
+ * (ew_transpose.cuh).
  */
 #include "kernels.h"
 #include "ingot.h"
 #include "ops/pw_math.h"
+#include "ew_transpose.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -562,6 +565,24 @@ template <typename I> __global__ void __launch_bounds__(EW_BLOCK) ew_fast_kernel
     }
 }
 
+/* ---- the transposing copy (ew_transpose.cuh): C runs of TR_TP inputs in, TR_TP * C outputs out ---- */
+
+__global__ void __launch_bounds__(TR_BLOCK) ew_transpose_kernel(const ig_ew_args a)
+{
+    __shared__ float tile[TR_MAX_C * TR_LD];
+    int64_t in_base, out_base, p0, in_c, off;
+    tr_tile(a, blockIdx.x, in_base, out_base, p0, in_c);
+    const int n = (int)a.dims[a.rank - 2] * TR_TP;
+    int slot;
+    for (int i = threadIdx.x; i < n; i += TR_BLOCK)
+        if (tr_load_at(a, in_base, in_c, p0, i, off, slot)) tile[slot] = load_one<float>(a.in[0], off, a.in_dtype[0]);
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += TR_BLOCK)
+        if (tr_store_at(a, out_base, p0, i, off, slot)) store_one<float>(a.out, off, a.out_dtype, tile[slot]);
+}
+
+extern "C" int ingot_cuda_ew_transposes(const ig_ew_args *a) { return tr_applies(*a) ? 1 : 0; }
+
 /* Number of leading LOAD ops when the program fits the fast kernel, else -1. */
 static int ew_fast_loads(const ig_ew_args *a)
 {
@@ -619,6 +640,13 @@ static int ew_regs_used(const ig_ew_args *a)
 
 static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, int *n_loads)
 {
+    if (tr_applies(*a)) {
+        *func = (void *)ew_transpose_kernel;
+        *grid = dim3((unsigned)tr_blocks(*a));
+        *block = dim3(TR_BLOCK);
+        *n_loads = -1;
+        return;
+    }
     int v = a->int_math ? 2 : 8;
     int64_t n_vec = (a->n + v - 1) / v;
     int64_t blocks = (n_vec + EW_BLOCK - 1) / EW_BLOCK;
@@ -645,7 +673,9 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
     dim3 grid, block;
     int nl;
     ew_config(a, &func, &grid, &block, &nl);
-    if (nl >= 0) {
+    if (func == (void *)ew_transpose_kernel) {
+        ew_transpose_kernel<<<grid, block, 0, s>>>(*a);
+    } else if (nl >= 0) {
         if (func == (void *)ew_fast_kernel<int32_t>)
             ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
         else

@@ -1,6 +1,8 @@
 /*
  * index.cu -- kernels that move elements by computed index: GatherElements, GatherND, ScatterElements and
  * ScatterND (reduction "none"; the lowering copies the data into the output first), Trilu, and CumSum.
+ * GatherElements reads its data and indices through their strides (views, broadcasts); the others take
+ * dense tensors but the *Elements indices.
  *
  * One thread per element of the iteration space (the output for gathers and Trilu, the updates for
  * scatters, a line for CumSum), grid-stride, every index and offset in 64 bits. Elements are moved as
@@ -26,16 +28,19 @@ __device__ __forceinline__ int64_t ix_index(const ig_index_args &a, int64_t i, i
 }
 
 /* The offset in the tensor of strides ts of iteration element e (dims a.dims), with axis a.axis's
- * coordinate replaced by the index at e (the *Elements ops). */
+ * coordinate replaced by the index at e (the *Elements ops). The indices are read through their strides
+ * a.is: DeBERTa's relative positions are one [1, S, S] table broadcast over batch and heads, which a
+ * dense copy would write out as 100 MB per layer at batch 64. */
 __device__ __forceinline__ int64_t ix_elements(const ig_index_args &a, int64_t e, const int64_t *ts)
 {
-    int64_t off = 0, rem = e;
+    int64_t off = 0, ioff = 0, rem = e;
     for (int d = a.rank - 1; d >= 0; d--) {
         const int64_t c = rem % a.dims[d];
         rem /= a.dims[d];
-        off += (d == a.axis ? ix_index(a, e, a.axis_dim) : c) * ts[d];
+        ioff += c * a.is[d];
+        if (d != a.axis) off += c * ts[d];
     }
-    return off;
+    return off + ix_index(a, ioff, a.axis_dim) * ts[a.axis];
 }
 
 /* The offset of the k indices of row `row` (the *ND ops) over dims a.nd_dims with strides ts. */

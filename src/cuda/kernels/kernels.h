@@ -175,6 +175,9 @@ cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s);
 cudaError_t ingot_cuda_ew_jit_launch(const void *func, const ig_ew_args *a, cudaStream_t s);
 /* True when every offset of the launch fits in 32 bits (the kernels then index with int). */
 int ingot_cuda_ew_fits_i32(const ig_ew_args *a);
+/* True when `a` is a copy that transposes its innermost dims (ew_transpose.cuh): ingot_cuda_ew runs it
+ * through a shared-memory tile, so the generated kernels leave it alone. */
+int ingot_cuda_ew_transposes(const ig_ew_args *a);
 /* The kernel node parameters `a` launches with, written to *params (kernel function, grid, block, the
  * by-value arguments copied into arg_storage, which must hold sizeof(ig_ew_args) + 16 bytes, pointed to
  * by arg_ptrs[0..1]); for patching an instantiated CUDA graph's input/output copies in place
@@ -426,6 +429,7 @@ typedef struct ig_index_args {
     int32_t rank, axis;
     int64_t dims[IG_IX_MAX_RANK];
     int64_t ts[IG_IX_MAX_RANK]; /* *Elements: strides of x (gather) or y (scatter); *ND: of the indexed dims */
+    int64_t is[IG_IX_MAX_RANK]; /* *Elements: strides of the indices (0 where they broadcast) */
     int64_t axis_dim;           /* *Elements: the indexed axis's length in x (gather) or y (scatter) */
     int64_t k;                  /* *ND: indices per row, their dims: */
     int64_t nd_dims[IG_IX_MAX_RANK];

@@ -324,7 +324,11 @@ template <typename T, int K, int V>
 __global__ void __launch_bounds__(RDX_BLOCK) rdx_cols(const ig_reduction_args a, int tx, int ty)
 {
     typedef typename Elem<T>::acc A;
-    __shared__ St<A> sm[RDX_BLOCK * V];
+    /* element-major ([V][RDX_BLOCK]): a warp's threads touch consecutive states of one element. The
+     * thread-major layout put them V states apart: 16-way bank conflicts at V = 8, in each of log2(ty)
+     * merge rounds -- the suspect for ResNet-50's global pooling (6.4 MB at batch 32) taking 27.6 us on
+     * the H200 (NOT YET MEASURED after the change) */
+    __shared__ St<A> sm[V * RDX_BLOCK];
     const int cx = threadIdx.x % tx, ry = threadIdx.x / tx;
     const int64_t kv = a.inner / V, tiles = (kv + tx - 1) / tx;
     const int64_t ai = blockIdx.x / tiles, c = (blockIdx.x % tiles) * tx + cx;
@@ -358,15 +362,15 @@ __global__ void __launch_bounds__(RDX_BLOCK) rdx_cols(const ig_reduction_args a,
         }
     }
 #pragma unroll
-    for (int e = 0; e < V; e++) sm[threadIdx.x * V + e] = s[e];
+    for (int e = 0; e < V; e++) sm[e * RDX_BLOCK + threadIdx.x] = s[e];
     __syncthreads();
     for (int h = ty / 2; h > 0; h >>= 1) {
         if (ry < h)
 #pragma unroll
             for (int e = 0; e < V; e++) {
-                St<A> t = sm[threadIdx.x * V + e];
-                op_merge<K, A>(t, sm[(threadIdx.x + h * tx) * V + e]);
-                sm[threadIdx.x * V + e] = t;
+                St<A> t = sm[e * RDX_BLOCK + threadIdx.x];
+                op_merge<K, A>(t, sm[e * RDX_BLOCK + threadIdx.x + h * tx]);
+                sm[e * RDX_BLOCK + threadIdx.x] = t;
             }
         __syncthreads();
     }
@@ -374,7 +378,7 @@ __global__ void __launch_bounds__(RDX_BLOCK) rdx_cols(const ig_reduction_args a,
 #pragma unroll
     for (int e = 0; e < V; e++) {
         const int64_t k = c * V + e;
-        put<T, A>(a, ai * a.inner + k, part, ybase + k * a.inner_ys, sm[threadIdx.x * V + e]);
+        put<T, A>(a, ai * a.inner + k, part, ybase + k * a.inner_ys, sm[e * RDX_BLOCK + threadIdx.x]);
     }
 }
 
