@@ -1,6 +1,7 @@
 /*
  * test_ew_transpose_host.cu -- the transposing copy's index math (src/cuda/kernels/ew_transpose.cuh) run
- * on the host, block by block and thread by thread in the kernel's two phases, against a direct strided
+ * on the host, block by block and thread by thread in the kernel's two phases (each thread's load runs,
+ * then its store runs), against a direct strided
  * copy: random [outer..., C, P] problems with NCHW-like and padded inputs (rows of a wider buffer, an
  * offset slab), C from 2 to TR_MAX_C, P below, at and across tile edges, and the cases the kernel must
  * refuse (a C too wide, an output that does not run along C, a program that computes).
@@ -86,29 +87,38 @@ static void run_case(const ig_ew_args &a, int64_t in_size, const char *what)
         int64_t ib, ob, p0, ic, off;
         int slot;
         tr_tile(a, b, ib, ob, p0, ic);
-        for (int i = 0; i < C * TR_TP; i++) /* the load phase, every thread's share */
-            if (tr_load_at(a, ib, ic, p0, i, off, slot)) {
-                if (slot < 0 || slot >= TR_MAX_C * TR_LD)
-                    bad_slot = true;
-                else if (off < 0 || off >= in_size)
-                    bad_src = true;
-                else {
-                    tile[(size_t)slot] = in[(size_t)off];
-                    stamp[(size_t)slot] = b + 1;
+        for (int t = 0; t < TR_THREADS; t++) /* the load phase: each thread's 2 * C runs */
+            for (int c = 0; c < C; c++)
+                for (int h = 0; h < 2; h++) {
+                    const int k = tr_load_run(a, ib, ic, p0, t, c, h, off, slot);
+                    if (slot % 4 != 0) bad_slot = true; /* the tile is written in float4s */
+                    for (int e = 0; e < k; e++) {
+                        if (slot + e < 0 || slot + e >= TR_MAX_C * TR_LD)
+                            bad_slot = true;
+                        else if (off + e < 0 || off + e >= in_size)
+                            bad_src = true;
+                        else {
+                            tile[(size_t)(slot + e)] = in[(size_t)(off + e)];
+                            stamp[(size_t)(slot + e)] = b + 1;
+                        }
+                    }
                 }
-            }
-        for (int i = 0; i < C * TR_TP; i++) /* the store phase */
-            if (tr_store_at(a, ob, p0, i, off, slot)) {
-                if (slot < 0 || slot >= TR_MAX_C * TR_LD)
-                    bad_slot = true;
-                else if (off < 0 || off >= a.n)
-                    bad_dst = true;
-                else {
-                    if (stamp[(size_t)slot] != b + 1) stale = true;
-                    out[(size_t)off] = tile[(size_t)slot];
-                    writes[(size_t)off]++;
+        const int n = tr_tile_outputs(a, p0);
+        for (int t = 0; t < TR_THREADS; t++) /* the store phase: runs of TR_OUT_RUN outputs */
+            for (int i = TR_OUT_RUN * t; i < n; i += TR_OUT_RUN * TR_THREADS)
+                for (int e = i; e < n && e < i + TR_OUT_RUN; e++) {
+                    slot = tr_slot(C, e);
+                    off = ob + p0 * C + e;
+                    if (slot < 0 || slot >= TR_MAX_C * TR_LD)
+                        bad_slot = true;
+                    else if (off < 0 || off >= a.n)
+                        bad_dst = true;
+                    else {
+                        if (stamp[(size_t)slot] != b + 1) stale = true;
+                        out[(size_t)off] = tile[(size_t)slot];
+                        writes[(size_t)off]++;
+                    }
                 }
-            }
     }
     CHECK(!bad_slot && !bad_src && !bad_dst && !stale, "%s: slot %d, source %d, destination %d, stale slot %d", what,
           bad_slot, bad_src, bad_dst, stale);

@@ -565,20 +565,96 @@ template <typename I> __global__ void __launch_bounds__(EW_BLOCK) ew_fast_kernel
     }
 }
 
-/* ---- the transposing copy (ew_transpose.cuh): C runs of TR_TP inputs in, TR_TP * C outputs out ---- */
+/* ---- the transposing copy (ew_transpose.cuh): C rows of TR_TP inputs in, TR_TP * C outputs out ----- */
 
-__global__ void __launch_bounds__(TR_BLOCK) ew_transpose_kernel(const ig_ew_args a)
+/* V elements as one aligned access: 16 bytes of fp32 or fp16 move in one instruction. */
+template <typename T, int V> struct alignas(sizeof(T) * V) tr_vec {
+    T v[V];
+};
+
+/* k (<= V) elements from p into v as floats, zeros after: one vector load when all V are there and p is
+ * aligned for it. */
+template <typename T, int V> __device__ __forceinline__ void tr_load(const T *p, int k, float (&v)[V])
 {
-    __shared__ float tile[TR_MAX_C * TR_LD];
-    int64_t in_base, out_base, p0, in_c, off;
-    tr_tile(a, blockIdx.x, in_base, out_base, p0, in_c);
-    const int n = (int)a.dims[a.rank - 2] * TR_TP;
+    if (k == V && ((uintptr_t)p & (sizeof(tr_vec<T, V>) - 1)) == 0) {
+        const tr_vec<T, V> u = *(const tr_vec<T, V> *)p;
+#pragma unroll
+        for (int i = 0; i < V; i++) v[i] = (float)u.v[i];
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < V; i++) v[i] = i < k ? (float)p[i] : 0.f;
+}
+
+template <typename T, int V> __device__ __forceinline__ void tr_store(T *p, int k, const float (&v)[V])
+{
+    if (k == V && ((uintptr_t)p & (sizeof(tr_vec<T, V>) - 1)) == 0) {
+        tr_vec<T, V> u;
+#pragma unroll
+        for (int i = 0; i < V; i++) u.v[i] = (T)v[i];
+        *(tr_vec<T, V> *)p = u;
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        if (i < k) p[i] = (T)v[i];
+}
+
+/* Dynamic shared memory: C rows of TR_LD floats (at most 32.9 KB). */
+template <typename TI, typename TO> __global__ void __launch_bounds__(TR_THREADS) ew_transpose_kernel(const ig_ew_args a)
+{
+    extern __shared__ float4 tr_smem[];
+    float *tile = (float *)tr_smem;
+    int64_t in_base, out_base, p0, in_c, src;
     int slot;
-    for (int i = threadIdx.x; i < n; i += TR_BLOCK)
-        if (tr_load_at(a, in_base, in_c, p0, i, off, slot)) tile[slot] = load_one<float>(a.in[0], off, a.in_dtype[0]);
+    tr_tile(a, blockIdx.x, in_base, out_base, p0, in_c);
+    const int C = (int)a.dims[a.rank - 2];
+    /* every load first (2 * C runs in flight), then the tile */
+    float v[TR_MAX_C][2][TR_VEC];
+#pragma unroll
+    for (int c = 0; c < TR_MAX_C; c++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (c < C) {
+                const int k = tr_load_run(a, in_base, in_c, p0, threadIdx.x, c, h, src, slot);
+                tr_load<TI, TR_VEC>((const TI *)a.in[0] + src, k, v[c][h]);
+            }
+#pragma unroll
+    for (int c = 0; c < TR_MAX_C; c++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (c < C) {
+                tr_load_run(a, in_base, in_c, p0, threadIdx.x, c, h, src, slot);
+                *(float4 *)&tile[slot] = make_float4(v[c][h][0], v[c][h][1], v[c][h][2], v[c][h][3]);
+            }
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += TR_BLOCK)
-        if (tr_store_at(a, out_base, p0, i, off, slot)) store_one<float>(a.out, off, a.out_dtype, tile[slot]);
+    const int n = tr_tile_outputs(a, p0);
+    TO *y = (TO *)a.out + out_base + p0 * C;
+    for (int i = TR_OUT_RUN * threadIdx.x; i < n; i += TR_OUT_RUN * TR_THREADS) {
+        float o[TR_OUT_RUN];
+#pragma unroll
+        for (int k = 0; k < TR_OUT_RUN; k++) o[k] = i + k < n ? tile[tr_slot(C, i + k)] : 0.f;
+        tr_store<TO, TR_OUT_RUN>(y + i, n - i < TR_OUT_RUN ? n - i : TR_OUT_RUN, o);
+    }
+}
+
+template <typename TI> static void *tr_kernel_from(int32_t out_dtype)
+{
+    switch (out_dtype) {
+    case INGOT_DTYPE_FLOAT: return (void *)ew_transpose_kernel<TI, float>;
+    case INGOT_DTYPE_FLOAT16: return (void *)ew_transpose_kernel<TI, __half>;
+    default: return (void *)ew_transpose_kernel<TI, __nv_bfloat16>;
+    }
+}
+
+/* The instance for the program's dtypes (tr_applies admits fp32, fp16 and bf16 only). */
+static void *tr_kernel(const ig_ew_args *a)
+{
+    switch (a->in_dtype[0]) {
+    case INGOT_DTYPE_FLOAT: return tr_kernel_from<float>(a->out_dtype);
+    case INGOT_DTYPE_FLOAT16: return tr_kernel_from<__half>(a->out_dtype);
+    default: return tr_kernel_from<__nv_bfloat16>(a->out_dtype);
+    }
 }
 
 extern "C" int ingot_cuda_ew_transposes(const ig_ew_args *a) { return tr_applies(*a) ? 1 : 0; }
@@ -638,12 +714,16 @@ static int ew_regs_used(const ig_ew_args *a)
     return n;
 }
 
-static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, int *n_loads)
+/* The kernel for program a, its launch geometry and dynamic shared memory, and the fast kernel's load
+ * count (-1: not the fast kernel). */
+static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, size_t *smem, int *n_loads)
 {
+    *smem = 0;
     if (tr_applies(*a)) {
-        *func = (void *)ew_transpose_kernel;
+        *func = tr_kernel(a);
         *grid = dim3((unsigned)tr_blocks(*a));
-        *block = dim3(TR_BLOCK);
+        *block = dim3(TR_THREADS);
+        *smem = (size_t)a->dims[a->rank - 2] * TR_LD * sizeof(float);
         *n_loads = -1;
         return;
     }
@@ -671,10 +751,12 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
     if (a->n <= 0) return cudaSuccess;
     void *func;
     dim3 grid, block;
+    size_t smem;
     int nl;
-    ew_config(a, &func, &grid, &block, &nl);
-    if (func == (void *)ew_transpose_kernel) {
-        ew_transpose_kernel<<<grid, block, 0, s>>>(*a);
+    ew_config(a, &func, &grid, &block, &smem, &nl);
+    if (smem) { /* the transposing copy: one of its dtype instances, by pointer */
+        void *args[] = {(void *)a};
+        cudaLaunchKernel(func, grid, block, args, smem, s);
     } else if (nl >= 0) {
         if (func == (void *)ew_fast_kernel<int32_t>)
             ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
@@ -697,8 +779,9 @@ extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cud
 {
     void *func;
     dim3 grid, block;
+    size_t smem;
     int nl;
-    ew_config(a, &func, &grid, &block, &nl);
+    ew_config(a, &func, &grid, &block, &smem, &nl);
     /* arg_storage holds the argument block, then the fast kernel's load count */
     memcpy(arg_storage, a, sizeof *a);
     arg_ptrs[0] = arg_storage;
@@ -709,7 +792,7 @@ extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cud
     params->func = func;
     params->gridDim = grid;
     params->blockDim = block;
-    params->sharedMemBytes = 0;
+    params->sharedMemBytes = (unsigned)smem;
     params->kernelParams = arg_ptrs;
     params->extra = NULL;
     return cudaSuccess;

@@ -6,9 +6,11 @@
  * iteration dims [outer..., C, P] where the input runs along P (stride 1) and the output along C, in
  * dense [P, C] blocks -- an NCHW image written channels-last, C = 3. The generic kernel then stores 2
  * bytes every 6 (ResNet-50's input copy at batch 32: 54 us, 536 GB/s on the H200). Here a block stages
- * a tile of C x TR_TP elements in shared memory: it reads C runs of TR_TP contiguous inputs and writes
- * TR_TP * C contiguous outputs. Rows of the tile are TR_TP + 1 long, so the threads of a warp that read
- * one column of C rows hit distinct banks.
+ * a tile of C x TR_TP elements in shared memory: it reads C rows of TR_TP contiguous inputs and writes
+ * TR_TP * C contiguous outputs. A first version moved one element per thread and step and reached 590 GB/s
+ * (one 4-byte load in flight per thread: latency-bound); here every thread issues all its loads first,
+ * 2 * C runs of TR_VEC inputs (16-byte loads of fp32), then stores runs of TR_OUT_RUN outputs (16 bytes
+ * of fp16).
  */
 #ifndef INGOT_EW_TRANSPOSE_CUH
 #define INGOT_EW_TRANSPOSE_CUH
@@ -18,10 +20,12 @@
 
 #include <stdint.h>
 
-#define TR_TP    256 /* positions along P per tile */
-#define TR_MAX_C 16  /* C is at most this: the tile is C rows of TR_TP */
-#define TR_LD    (TR_TP + 1)
-#define TR_BLOCK 256
+#define TR_THREADS 128                          /* threads per block */
+#define TR_VEC     4                            /* positions per load run of a thread */
+#define TR_TP      (2 * TR_VEC * TR_THREADS)    /* positions along P per tile: two runs per thread per row */
+#define TR_MAX_C   8                            /* C is at most this: the tile is C rows of TR_TP */
+#define TR_LD      (TR_TP + 4)                  /* a row's length in the tile, 16-byte aligned */
+#define TR_OUT_RUN 8                            /* outputs per store run of a thread */
 
 #ifndef IG_TR_HD
 #define IG_TR_HD __host__ __device__ __forceinline__
@@ -82,25 +86,31 @@ IG_TR_HD void tr_tile(const ig_ew_args &a, int64_t blk, int64_t &in_base, int64_
     }
 }
 
-/* Element i (0 .. C * TR_TP - 1) of the load phase: its input offset and tile slot; false past P. */
-IG_TR_HD bool tr_load_at(const ig_ew_args &a, int64_t in_base, int64_t in_c, int64_t p0, int i, int64_t &src, int &slot)
+/* Load run h (0 or 1) of thread t in row c: up to TR_VEC positions from j = h * TR_TP / 2 + TR_VEC * t of
+ * the tile; its input offset and first tile slot. The number of positions inside P (0 past it). */
+IG_TR_HD int tr_load_run(const ig_ew_args &a, int64_t in_base, int64_t in_c, int64_t p0, int t, int c, int h,
+                         int64_t &src, int &slot)
 {
-    const int c = i / TR_TP, j = i - c * TR_TP;
-    if (p0 + j >= a.dims[a.rank - 1]) return false;
+    const int j = h * (TR_TP / 2) + TR_VEC * t;
+    const int64_t left = a.dims[a.rank - 1] - p0 - j;
     src = in_base + c * in_c + p0 + j;
     slot = c * TR_LD + j;
-    return true;
+    return left <= 0 ? 0 : left < TR_VEC ? (int)left : TR_VEC;
 }
 
-/* Element i (0 .. TR_TP * C - 1) of the store phase: its output offset and tile slot; false past P. */
-IG_TR_HD bool tr_store_at(const ig_ew_args &a, int64_t out_base, int64_t p0, int i, int64_t &dst, int &slot)
+/* The outputs a tile writes: its positions inside P times C. */
+IG_TR_HD int tr_tile_outputs(const ig_ew_args &a, int64_t p0)
 {
-    const int C = (int)a.dims[a.rank - 2];
-    const int j = i / C, c = i - j * C;
-    if (p0 + j >= a.dims[a.rank - 1]) return false;
-    dst = out_base + (p0 + j) * C + c;
-    slot = c * TR_LD + j;
-    return true;
+    const int64_t left = a.dims[a.rank - 1] - p0;
+    return (int)((left < TR_TP ? left : TR_TP) * a.dims[a.rank - 2]);
+}
+
+/* Output i of the tile (0 .. tr_tile_outputs - 1) is position i / C, channel i % C: its tile slot. Its
+ * offset is out_base + p0 * C + i (the tile's outputs are contiguous). */
+IG_TR_HD int tr_slot(int C, int i)
+{
+    const int j = i / C;
+    return (i - j * C) * TR_LD + j;
 }
 
 #endif /* INGOT_EW_TRANSPOSE_CUH */
