@@ -7,6 +7,11 @@
  * weight: the same descriptors with x as dy and y as dx, the same choice machinery over cuDNN's
  * backward-data algorithms (cudnnConvolutionBackwardData; no bias: the lowering adds it after).
  *
+ * A convolution of 1-4 input channels in fp16 (a network's stem) has one more candidate, ingot's own
+ * kernel (kernels/stem.cu, IG_CONV_ALGO_STEM): tuning races it against cuDNN's, so it runs where it is
+ * faster. INGOT_CUDA_STEM=off leaves it out; =force takes it wherever it applies (tuned or not: the GPU
+ * tests use that to check it).
+ *
  * Channels-last fp16 tensors take cuDNN's tensor-core kernels (CUDNN_TENSOR_OP_MATH, fp32 accumulation).
  * float32 convolutions are held to CUDNN_FMA_MATH, so no TF32 creeps in: fp32 results stay within 1e-3
  * of the CPU reference.
@@ -17,8 +22,12 @@
 
 #include <float.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define CONV_CANDIDATES 8
+
+/* the algorithm number of ingot's stem kernel: past cuDNN's in both directions */
+#define IG_CONV_ALGO_STEM 1000
 
 struct ig_cu_conv_prep {
     cudnnTensorDescriptor_t x, y, b;
@@ -30,8 +39,51 @@ struct ig_cu_conv_prep {
     size_t ws;      /* workspace of the chosen algorithm */
     size_t ws_plan; /* workspace planned for the step */
     bool tuned;
+    bool stem; /* the stem kernel takes the problem (the geometry in stem_args) */
+    ig_stem_args stem_args;
     char key[IG_CU_ALGO_KEY]; /* the problem, for the engine's algorithm table (algos.c) */
 };
+
+typedef enum stem_mode { STEM_RACE = 0, STEM_OFF = 1, STEM_FORCE = 2 } stem_mode;
+
+static stem_mode stem_mode_env(void)
+{
+    const char *v = getenv("INGOT_CUDA_STEM");
+    if (v && !strcmp(v, "off")) return STEM_OFF;
+    if (v && !strcmp(v, "force")) return STEM_FORCE;
+    return STEM_RACE;
+}
+
+/* Whether the stem kernel computes what conv_call would (fp16 NHWC in and out, KRSC filter, no group,
+ * dilation or residual; bias and ReLU exactly when the fused call has them); its geometry into c. */
+static bool stem_takes(const ig_cu_prog *p, const ig_cu_conv *cv, bool krsc, struct ig_cu_conv_prep *c)
+{
+    const ig_cu_tensor *x = &p->tensors[cv->x], *w = &p->tensors[cv->w], *y = &p->tensors[cv->y];
+    if (cv->transpose || !krsc || cv->group != 1 || cv->dil[0] != 1 || cv->dil[1] != 1 || cv->z >= 0 ||
+        (cv->relu && cv->b < 0) || x->rank != 4 || y->rank != 4 || x->dtype != INGOT_DTYPE_FLOAT16 ||
+        y->dtype != INGOT_DTYPE_FLOAT16 || w->dtype != INGOT_DTYPE_FLOAT16 || x->dims[1] > 4 ||
+        w->dims[1] != x->dims[1])
+        return false;
+    ig_stem_args *a = &c->stem_args;
+    memset(a, 0, sizeof *a);
+    a->relu = cv->relu;
+    a->c = (int32_t)x->dims[1];
+    a->k = (int32_t)w->dims[0];
+    a->r = (int32_t)w->dims[2];
+    a->s = (int32_t)w->dims[3];
+    a->sh = cv->stride[0];
+    a->sw = cv->stride[1];
+    a->ph = cv->pad[0];
+    a->pw = cv->pad[1];
+    a->n = x->dims[0];
+    a->h = x->dims[2];
+    a->w = x->dims[3];
+    a->oh = y->dims[2];
+    a->ow = y->dims[3];
+    memcpy(a->xs, x->strides, sizeof a->xs);
+    memcpy(a->ys, y->strides, sizeof a->ys);
+    return y->dims[1] == a->k && ingot_cuda_stem_applies(a);
+}
 
 static cudnnDataType_t cudnn_type(ingot_dtype t)
 {
@@ -58,6 +110,7 @@ static const char *bwd_algo_name(int a)
 
 static const char *algo_name(int a, bool transpose)
 {
+    if (a == IG_CONV_ALGO_STEM) return "stem kernel";
     if (transpose) return bwd_algo_name(a);
     switch (a) {
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
@@ -80,6 +133,10 @@ void ig__cu_conv_describe(const ig_cu_step *s, char *buf, size_t n)
         return;
     }
     bool t = s->u.conv.transpose != 0;
+    if (c->algo == IG_CONV_ALGO_STEM) {
+        snprintf(buf, n, "ingot stem kernel (tensor cores)");
+        return;
+    }
     snprintf(buf, n, "cuDNN %s%s%s, %.1f MB", t ? "bwd-data " : "", algo_name(c->algo, t),
              c->math == CUDNN_FMA_MATH ? " fma" : "", (double)c->ws / 1e6);
 }
@@ -237,6 +294,13 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
              (long long)w->dims[3], krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1],
              cv->dil[0], cv->dil[1], cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit,
              deterministic ? " det" : "");
+    c->stem = stem_mode_env() != STEM_OFF && stem_takes(p, cv, krsc, c);
+    if (c->stem && stem_mode_env() == STEM_FORCE) { /* no workspace, no cuDNN query */
+        c->algo = IG_CONV_ALGO_STEM;
+        c->ws = c->ws_plan = 0;
+        *ws_bytes = 0;
+        return INGOT_OK;
+    }
     /* a choice the engine already holds (another context's, the engine file's): its workspace is the
      * step's, and cuDNN's heuristic query (about a millisecond a convolution) is skipped; tuning checks
      * the choice before it runs (ig__cu_conv_apply) and times again if it does not hold */
@@ -291,12 +355,29 @@ size_t ig__cu_conv_choice(const ig_cu_step *s, void *out, size_t cap)
     return sizeof k;
 }
 
+/* The stem kernel on the handle's stream; a launch failure reads as cuDNN's execution failure, which
+ * the callers report with the node's name. */
+static cudnnStatus_t stem_call(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs)
+{
+    const ig_cu_conv *cv = &s->u.conv;
+    ig_stem_args a = cv->prep->stem_args;
+    cudaStream_t stream = NULL;
+    cudnnStatus_t r = cudnnGetStream(L->cudnn, &stream);
+    if (r != CUDNN_STATUS_SUCCESS) return r;
+    a.x = ptrs[cv->x];
+    a.filt = ptrs[cv->w];
+    a.b = cv->relu ? ptrs[cv->b] : NULL;
+    a.y = ptrs[cv->y];
+    return ingot_cuda_stem(&a, stream) == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED;
+}
+
 static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, int algo, void *const *ptrs, void *ws,
                                size_t ws_bytes)
 {
     const ig_cu_conv *cv = &s->u.conv;
     const struct ig_cu_conv_prep *c = cv->prep;
     const float one = 1.f, zero = 0.f;
+    if (algo == IG_CONV_ALGO_STEM) return c->stem ? stem_call(L, s, ptrs) : CUDNN_STATUS_NOT_SUPPORTED;
     if (cv->transpose)
         return cudnnConvolutionBackwardData(L->cudnn, &one, c->w, ptrs[cv->w], c->x, ptrs[cv->x], c->conv,
                                             (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_bytes, &zero, c->y,
@@ -369,13 +450,15 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
     conv_perf perf[CONV_CANDIDATES];
     int n = 0;
-    conv_candidates(L, s, ptrs, ws, ws_bytes, perf, &n); /* none (a failure): keep the heuristic's choice */
+    if (!(c->stem && stem_mode_env() == STEM_FORCE))         /* forced: the stem kernel alone */
+        conv_candidates(L, s, ptrs, ws, ws_bytes, perf, &n); /* none (a failure): keep the heuristic's choice */
     /* the heuristic's choice (prepare's) always runs the race: cudnnFind's one timing each is on the
      * stream, host work included, so its ranking at small sizes is not the graph's */
-    conv_cand cand[CONV_RETIME + 1];
+    conv_cand cand[CONV_RETIME + 2];
     int n_cand = 0;
     cand[n_cand++] = (conv_cand){(int)c->algo, c->math, c->ws};
-    for (int i = 0; i < n && n_cand < CONV_RETIME + 1; i++) {
+    if (c->stem && c->algo != IG_CONV_ALGO_STEM) cand[n_cand++] = (conv_cand){IG_CONV_ALGO_STEM, c->math, 0};
+    for (int i = 0; i < n && n_cand < CONV_RETIME + 2; i++) {
         if (perf[i].algo == cand[0].algo && perf[i].math == cand[0].math) continue;
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;
         if (c->math == CUDNN_FMA_MATH && perf[i].math != CUDNN_FMA_MATH && perf[i].math != CUDNN_DEFAULT_MATH) continue;
@@ -424,6 +507,19 @@ ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice,
     bool math_ok = k.math == CUDNN_DEFAULT_MATH || k.math == CUDNN_TENSOR_OP_MATH ||
                    k.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || k.math == CUDNN_FMA_MATH;
     int n_algo = s->u.conv.transpose ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    if (k.algo == IG_CONV_ALGO_STEM) {
+        if (!c->stem) return INGOT_OK;
+        ingot_status st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream));
+        if (st != INGOT_OK || stem_call(L, s, ptrs) != CUDNN_STATUS_SUCCESS) {
+            cudaGetLastError();
+            return st;
+        }
+        c->algo = IG_CONV_ALGO_STEM;
+        c->ws = 0;
+        c->tuned = true;
+        *used = true;
+        return IG_CU(err, label, cudaStreamSynchronize(stream));
+    }
     if (k.algo < 0 || k.algo >= n_algo || !math_ok) return INGOT_OK;
     if (c->math == CUDNN_FMA_MATH && k.math != CUDNN_FMA_MATH) return INGOT_OK;
     ingot_status st;

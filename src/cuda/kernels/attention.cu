@@ -16,13 +16,12 @@
  * past DV are not stored. A 32-wide head thus costs what a 64-wide one does -- the decomposed form it
  * replaces writes and reads the whole score matrix, which costs far more.
  *
- * Fragment layouts (PTX ISA, mma.m16n8k16 with .f16 inputs): lane = 4 * g + t; an A fragment holds
- * rows g and g + 8, columns 2t, 2t + 1 (and + 8); a B fragment holds rows (k) 2t, 2t + 1 (and + 8) of
- * column (n) g; an accumulator holds rows g and g + 8, columns 2t, 2t + 1. A score accumulator tile
- * therefore has exactly the layout of the A fragment that P V needs.
+ * Fragment layouts: mma.cuh. A score accumulator tile has exactly the layout of the A fragment that P V
+ * needs.
  */
 #include "kernels.h"
 #include "ingot.h"
+#include "mma.cuh"
 
 #include <cuda_fp16.h>
 #include <float.h>
@@ -59,14 +58,6 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const __half *p)
                  : "r"(s));
 }
 
-/* d += a (16x16, row) * b (16x8, col), fp16 inputs, fp32 accumulation */
-__device__ __forceinline__ void mma16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 /* 2^x with the hardware approximation (flushes denormals: probabilities below 2^-126 become 0) */
 __device__ __forceinline__ float ex2(float x)
 {

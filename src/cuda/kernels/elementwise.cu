@@ -601,7 +601,8 @@ template <typename T, int V> __device__ __forceinline__ void tr_store(T *p, int 
 }
 
 /* Dynamic shared memory: C rows of TR_LD floats (at most 32.9 KB). */
-template <typename TI, typename TO> __global__ void __launch_bounds__(TR_THREADS) ew_transpose_kernel(const ig_ew_args a)
+template <typename TI, typename TO>
+__global__ void __launch_bounds__(TR_THREADS) ew_transpose_kernel(const ig_ew_args a)
 {
     extern __shared__ float4 tr_smem[];
     float *tile = (float *)tr_smem;

@@ -20,12 +20,12 @@
 
 #include <stdint.h>
 
-#define TR_THREADS 128                          /* threads per block */
-#define TR_VEC     4                            /* positions per load run of a thread */
-#define TR_TP      (2 * TR_VEC * TR_THREADS)    /* positions along P per tile: two runs per thread per row */
-#define TR_MAX_C   8                            /* C is at most this: the tile is C rows of TR_TP */
-#define TR_LD      (TR_TP + 4)                  /* a row's length in the tile, 16-byte aligned */
-#define TR_OUT_RUN 8                            /* outputs per store run of a thread */
+#define TR_THREADS 128                       /* threads per block */
+#define TR_VEC     4                         /* positions per load run of a thread */
+#define TR_TP      (2 * TR_VEC * TR_THREADS) /* positions along P per tile: two runs per thread per row */
+#define TR_MAX_C   8                         /* C is at most this: the tile is C rows of TR_TP */
+#define TR_LD      (TR_TP + 4)               /* a row's length in the tile, 16-byte aligned */
+#define TR_OUT_RUN 8                         /* outputs per store run of a thread */
 
 #ifndef IG_TR_HD
 #define IG_TR_HD __host__ __device__ __forceinline__

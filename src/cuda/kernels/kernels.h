@@ -249,6 +249,21 @@ cudaError_t ingot_cuda_pool(const ig_pool_args *a, cudaStream_t s);
 /* The kernel ingot_cuda_pool would launch for a (its pointers' alignment included), in words. */
 void ingot_cuda_pool_describe(const ig_pool_args *a, char *buf, size_t n);
 
+/* ---- convolutions of 1-4 input channels (network stems): an implicit GEMM on tensor cores (stem.cu).
+ * y[n,k,oh,ow] = act(sum_{r,s,c} x[n,c,oh*sh-ph+r,ow*sw-pw+s] * filt[k][r][s][c] + b[k]), fp16 in and out,
+ * fp32 accumulation; filt KRSC, x through strides, y channels-last (ys[1] == 1). */
+typedef struct ig_stem_args {
+    const void *x, *filt, *b; /* b may be NULL */
+    void *y;
+    int32_t relu;
+    int32_t c, k, r, s, sh, sw, ph, pw; /* input channels, output channels, filter, strides, leading pads */
+    int64_t n, h, w, oh, ow;
+    int64_t xs[4], ys[4]; /* (n, c, h, w) */
+} ig_stem_args;
+/* 1 when ingot_cuda_stem takes a (its geometry; the pointers are not looked at). */
+int ingot_cuda_stem_applies(const ig_stem_args *a);
+cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s);
+
 /* ---- depthwise 2-D convolution (group == channels), bias and activation fused:
  * y[n,c,oh,ow] = act(sum_{r,s} x[n,c,ih,iw] * w[r][s][c] + b[c]); x and y through strides (NHWC runs
  * vectorised: 8, 4 or 2 channels per thread). */

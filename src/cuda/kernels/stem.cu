@@ -1,0 +1,129 @@
+/*
+ * stem.cu -- convolutions of 1-4 input channels (a network's first layer) as an implicit GEMM on tensor
+ * cores. The design and the index math: stem.cuh. conv.c races this kernel against cuDNN's algorithms
+ * when it tunes a convolution it applies to, so it runs only where it is faster.
+ */
+#include "kernels.h"
+#include "mma.cuh"
+#include "stem.cuh"
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#define STEM_THREADS (32 * STEM_WARPS)
+
+__device__ __forceinline__ uint32_t lds32(const __half *p) { return *(const uint32_t *)p; }
+
+__global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
+{
+    __shared__ __align__(16) __half wsm[STEM_BN * STEM_LDW];
+    /* the patch of a tile, then (after its products) the tile's outputs */
+    __shared__ __align__(16) __half
+        buf[STEM_BM * STEM_LDO > STEM_MAX_R * STEM_MAX_PW * 4 ? STEM_BM * STEM_LDO : STEM_MAX_R * STEM_MAX_PW * 4];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const int n0 = blockIdx.y * STEM_BN, kp = stem_kp(a);
+    const __half *x = (const __half *)a.x, *w = (const __half *)a.filt, *b = (const __half *)a.b;
+    for (int i = tid; i < STEM_BN * kp; i += STEM_THREADS) {
+        int slot;
+        const int64_t src = stem_filter_src(a, n0, i, slot);
+        wsm[slot] = src >= 0 ? w[src] : __float2half(0.f);
+    }
+    /* output channel tiles of 8 this block computes (K need not fill STEM_BN) */
+    const int ntiles = (a.k - n0 < STEM_BN ? a.k - n0 : STEM_BN) / 8;
+    float bias[STEM_BN / 8][2];
+#pragma unroll
+    for (int j = 0; j < STEM_BN / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int ch = n0 + j * 8 + 2 * t4 + e;
+            bias[j][e] = b && ch < a.k ? __half2float(b[ch]) : 0.f;
+        }
+    const int64_t tiles = stem_tiles(a);
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int64_t n, oh, ow0;
+        int np;
+        stem_tile(a, tile, n, oh, ow0, np);
+        const int pw = stem_pw(a, np), npatch = a.r * pw * 4;
+        __syncthreads(); /* the previous tile's outputs are written out; the filters are staged */
+        for (int i = tid; i < npatch; i += STEM_THREADS) {
+            const int64_t src = stem_patch_src(a, n, oh, ow0, pw, i);
+            buf[i] = src >= 0 ? x[src] : __float2half(0.f);
+        }
+        __syncthreads();
+        float acc[2][STEM_BN / 8][4];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < STEM_BN / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+        const int pbase = warp * 32 + g;
+        for (int k0 = 0; k0 < kp; k0 += 16) {
+            const int ka = k0 + 2 * t4;
+            uint32_t af[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int p = pbase + 16 * i;
+                af[i][0] = lds32(buf + stem_a_at(a, pw, p, ka));
+                af[i][1] = lds32(buf + stem_a_at(a, pw, p + 8, ka));
+                af[i][2] = lds32(buf + stem_a_at(a, pw, p, ka + 8));
+                af[i][3] = lds32(buf + stem_a_at(a, pw, p + 8, ka + 8));
+            }
+#pragma unroll
+            for (int j = 0; j < STEM_BN / 8; j++) {
+                if (j >= ntiles) break;
+                const __half *wr = wsm + (j * 8 + g) * STEM_LDW + ka;
+                const uint32_t b0 = lds32(wr), b1 = lds32(wr + 8);
+                mma16816(acc[0][j], af[0], b0, b1);
+                mma16816(acc[1][j], af[1], b0, b1);
+            }
+        }
+        __syncthreads(); /* every warp is done with the patch: the outputs take its place */
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < STEM_BN / 8; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float v0 = acc[i][j][2 * h] + bias[j][0], v1 = acc[i][j][2 * h + 1] + bias[j][1];
+                    if (a.relu) {
+                        v0 = fmaxf(v0, 0.f);
+                        v1 = fmaxf(v1, 0.f);
+                    }
+                    const int p = pbase + 16 * i + 8 * h;
+                    *(__half2 *)(buf + p * STEM_LDO + j * 8 + 2 * t4) = __floats2half2_rn(v0, v1);
+                }
+        __syncthreads();
+        /* np pixels of nc channels: 16-byte pieces when the output's rows allow, else halves */
+        const int nc = ntiles * 8;
+        __half *y = (__half *)a.y + n * a.ys[0] + oh * a.ys[2] + ow0 * a.ys[3] + n0;
+        const bool v16 = ((uintptr_t)y & 15) == 0 && a.ys[3] % 8 == 0;
+        if (v16) {
+            for (int i = tid; i < np * (nc / 8); i += STEM_THREADS) {
+                const int p = i / (nc / 8), q = i % (nc / 8);
+                *(uint4 *)(y + p * a.ys[3] + q * 8) = *(const uint4 *)(buf + p * STEM_LDO + q * 8);
+            }
+        } else {
+            for (int i = tid; i < np * nc; i += STEM_THREADS) {
+                const int p = i / nc, q = i % nc;
+                y[p * a.ys[3] + q] = buf[p * STEM_LDO + q];
+            }
+        }
+    }
+}
+
+extern "C" int ingot_cuda_stem_applies(const ig_stem_args *a) { return stem_applies(*a) ? 1 : 0; }
+
+extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
+{
+    if (!stem_applies(*a)) return cudaErrorInvalidValue;
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) sms = 132;
+    /* blocks enough for every SM to hold 4 of each channel tile, each walking its share of the tiles */
+    const int64_t tiles = stem_tiles(*a);
+    const int64_t want = (int64_t)sms * 4;
+    const unsigned gx = (unsigned)(tiles < want ? tiles : want);
+    stem_kernel<<<dim3(gx, (unsigned)((a->k + STEM_BN - 1) / STEM_BN)), STEM_THREADS, 0, s>>>(*a);
+    return cudaGetLastError();
+}

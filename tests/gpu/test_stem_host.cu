@@ -1,0 +1,243 @@
+/*
+ * test_stem_host.cu -- the stem convolution (src/cuda/kernels/stem.cu) run on the host: its index math
+ * (stem.cuh) with the kernel's loops, and each mma.m16n8k16 assembled from the 32 lanes' fragments by
+ * the PTX layout (mma.cuh), against a direct convolution in double. Random problems: 1-4 input channels,
+ * 8-128 output channels (one and several channel tiles, tiles not full), filters 1x1 to 7x7, strides,
+ * pads, rows wider than a tile, inputs channels-last or planar, outputs packed or a slice of a wider one.
+ *
+ * Every output must be written once with the right value, nothing around it touched.
+ */
+#include "../../src/cuda/kernels/stem.cuh"
+
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <vector>
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 16);
+}
+static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static float runit(void) { return (float)rint_in(-1000, 1000) / 1000.f; }
+
+static int failures;
+
+static float h2f(__half h) { return __half2float(h); }
+
+/* the fragments' element pairs as floats */
+struct pairf {
+    float lo, hi;
+};
+static pairf pair_at(const std::vector<__half> &m, int at) { return {h2f(m[(size_t)at]), h2f(m[(size_t)at + 1])}; }
+
+/* One warp's mma: A (16x16) from a[lane][4] pairs, B (16x8) from b[lane][2] pairs, into d[lane][4]. */
+static void mma_host(float d[32][4], const pairf a[32][4], const pairf b[32][2])
+{
+    float A[16][16], B[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane / 4, t = lane % 4;
+        const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+        for (int q = 0; q < 4; q++) {
+            A[rows[q]][cols[q]] = a[lane][q].lo;
+            A[rows[q]][cols[q] + 1] = a[lane][q].hi;
+        }
+        B[2 * t][g] = b[lane][0].lo;
+        B[2 * t + 1][g] = b[lane][0].hi;
+        B[2 * t + 8][g] = b[lane][1].lo;
+        B[2 * t + 9][g] = b[lane][1].hi;
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane / 4, t = lane % 4;
+        for (int q = 0; q < 4; q++) {
+            const int row = q < 2 ? g : g + 8, col = 2 * t + q % 2;
+            float s = 0;
+            for (int k = 0; k < 16; k++) s += A[row][k] * B[k][col];
+            d[lane][q] += s;
+        }
+    }
+}
+
+static void run_case(int trial)
+{
+    ig_stem_args a;
+    memset(&a, 0, sizeof a);
+    a.c = rint_in(1, 4);
+    const int ks[] = {8, 16, 24, 32, 64, 72, 96, 128};
+    a.k = ks[rnd() % 8];
+    do {
+        a.r = rint_in(1, 7);
+        a.s = rint_in(1, 7);
+    } while (a.r * a.s > STEM_MAX_RS);
+    a.sh = rint_in(1, 3);
+    a.sw = rint_in(1, 2);
+    a.ph = rint_in(0, a.r / 2);
+    a.pw = rint_in(0, a.s / 2);
+    a.n = rint_in(1, 2);
+    a.h = rint_in(a.r, a.r + 6);
+    a.w = trial % 4 == 0 ? rint_in(200, 300) : rint_in(a.s, a.s + 40);
+    a.relu = rint_in(0, 1);
+    a.oh = (a.h + 2 * a.ph - a.r) / a.sh + 1;
+    a.ow = (a.w + 2 * a.pw - a.s) / a.sw + 1;
+    /* x: channels-last or planar */
+    const bool xcl = rnd() % 2;
+    if (xcl) {
+        a.xs[1] = 1, a.xs[3] = a.c, a.xs[2] = a.w * a.c, a.xs[0] = a.h * a.w * a.c;
+    } else {
+        a.xs[3] = 1, a.xs[2] = a.w, a.xs[1] = a.h * a.w, a.xs[0] = a.c * a.h * a.w;
+    }
+    /* y: channels-last, its pixels ys3 >= K apart (a slice of a wider tensor when more) */
+    const int64_t ys3 = a.k + (rnd() % 3 == 0 ? 8 * rint_in(1, 2) : 0), yoff = ys3 > a.k ? 8 : 0;
+    a.ys[1] = 1, a.ys[3] = ys3, a.ys[2] = a.ow * ys3, a.ys[0] = a.oh * a.ow * ys3;
+    if (!stem_applies(a)) {
+        printf("FAIL trial %d: the kernel refuses a problem it should take\n", trial);
+        failures++;
+        return;
+    }
+    const int64_t xn = a.n * a.c * a.h * a.w, yn = a.n * a.ys[0] + 16;
+    std::vector<__half> x((size_t)xn), w((size_t)a.k * a.r * a.s * a.c), b((size_t)a.k);
+    for (auto &v : x) v = __float2half(runit());
+    for (auto &v : w) v = __float2half(runit() * 0.2f);
+    for (auto &v : b) v = __float2half(runit());
+    const bool has_b = rnd() % 2;
+    const __half sentinel = __float2half(-77.f);
+    std::vector<__half> y((size_t)yn, sentinel);
+    std::vector<int> writes((size_t)yn, 0);
+
+    const int kp = stem_kp(a);
+    for (int by = 0; by < (a.k + STEM_BN - 1) / STEM_BN; by++) { /* blockIdx.y */
+        const int n0 = by * STEM_BN;
+        std::vector<__half> wsm(STEM_BN * STEM_LDW, __float2half(1e4f)); /* unwritten slots: loud */
+        for (int i = 0; i < STEM_BN * kp; i++) {
+            int slot;
+            const int64_t src = stem_filter_src(a, n0, i, slot);
+            wsm[(size_t)slot] = src >= 0 ? w[(size_t)src] : __float2half(0.f);
+        }
+        const int ntiles = (a.k - n0 < STEM_BN ? a.k - n0 : STEM_BN) / 8;
+        for (int64_t tile = 0; tile < stem_tiles(a); tile++) {
+            int64_t n, oh, ow0;
+            int np;
+            stem_tile(a, tile, n, oh, ow0, np);
+            const int pw = stem_pw(a, np), npatch = a.r * pw * 4;
+            std::vector<__half> buf(STEM_BM * STEM_LDO > STEM_MAX_R * STEM_MAX_PW * 4 ? STEM_BM * STEM_LDO
+                                                                                      : STEM_MAX_R * STEM_MAX_PW * 4,
+                                    __float2half(0.f));
+            if (npatch > (int)buf.size()) {
+                printf("FAIL trial %d: patch of %d halves\n", trial, npatch);
+                failures++;
+                return;
+            }
+            for (int i = 0; i < npatch; i++) {
+                const int64_t src = stem_patch_src(a, n, oh, ow0, pw, i);
+                buf[(size_t)i] = src >= 0 ? x[(size_t)src] : __float2half(0.f);
+            }
+            std::vector<__half> out(STEM_BM * STEM_LDO, sentinel);
+            for (int warp = 0; warp < STEM_WARPS; warp++) {
+                static float acc[2][STEM_BN / 8][32][4];
+                memset(acc, 0, sizeof acc);
+                for (int k0 = 0; k0 < kp; k0 += 16) {
+                    pairf af[2][32][4], bf[32][2];
+                    for (int i = 0; i < 2; i++)
+                        for (int lane = 0; lane < 32; lane++) {
+                            const int g = lane / 4, t4 = lane % 4, p = warp * 32 + g + 16 * i, ka = k0 + 2 * t4;
+                            af[i][lane][0] = pair_at(buf, stem_a_at(a, pw, p, ka));
+                            af[i][lane][1] = pair_at(buf, stem_a_at(a, pw, p + 8, ka));
+                            af[i][lane][2] = pair_at(buf, stem_a_at(a, pw, p, ka + 8));
+                            af[i][lane][3] = pair_at(buf, stem_a_at(a, pw, p + 8, ka + 8));
+                        }
+                    for (int j = 0; j < ntiles; j++) {
+                        for (int lane = 0; lane < 32; lane++) {
+                            const int g = lane / 4, t4 = lane % 4, at = (j * 8 + g) * STEM_LDW + k0 + 2 * t4;
+                            bf[lane][0] = pair_at(wsm, at);
+                            bf[lane][1] = pair_at(wsm, at + 8);
+                        }
+                        mma_host(acc[0][j], af[0], bf);
+                        mma_host(acc[1][j], af[1], bf);
+                    }
+                }
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < ntiles; j++)
+                        for (int lane = 0; lane < 32; lane++)
+                            for (int h = 0; h < 2; h++) {
+                                const int g = lane / 4, t4 = lane % 4, p = warp * 32 + g + 16 * i + 8 * h;
+                                for (int e = 0; e < 2; e++) {
+                                    const int ch = j * 8 + 2 * t4 + e;
+                                    float v = acc[i][j][lane][2 * h + e] + (has_b ? h2f(b[(size_t)(n0 + ch)]) : 0.f);
+                                    if (a.relu) v = fmaxf(v, 0.f);
+                                    out[(size_t)(p * STEM_LDO + ch)] = __float2half(v);
+                                }
+                            }
+            }
+            const int nc = ntiles * 8;
+            const int64_t yb = yoff + n * a.ys[0] + oh * a.ys[2] + ow0 * a.ys[3] + n0;
+            for (int i = 0; i < np * nc; i++) {
+                const int p = i / nc, q = i % nc;
+                y[(size_t)(yb + p * a.ys[3] + q)] = out[(size_t)(p * STEM_LDO + q)];
+                writes[(size_t)(yb + p * a.ys[3] + q)]++;
+            }
+        }
+    }
+    /* the direct convolution */
+    int64_t wrong = 0, multi = 0, stray = 0;
+    double worst = 0;
+    std::vector<char> expected((size_t)yn, 0);
+    for (int64_t n = 0; n < a.n; n++)
+        for (int64_t oh = 0; oh < a.oh; oh++)
+            for (int64_t ow = 0; ow < a.ow; ow++)
+                for (int k = 0; k < a.k; k++) {
+                    double s = has_b ? h2f(b[(size_t)k]) : 0;
+                    for (int r = 0; r < a.r; r++)
+                        for (int q = 0; q < a.s; q++)
+                            for (int c = 0; c < a.c; c++) {
+                                const int64_t ih = oh * a.sh - a.ph + r, iw = ow * a.sw - a.pw + q;
+                                if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) continue;
+                                s += (double)h2f(x[(size_t)(n * a.xs[0] + c * a.xs[1] + ih * a.xs[2] + iw * a.xs[3])]) *
+                                     h2f(w[(size_t)(((int64_t)k * a.r * a.s + r * a.s + q) * a.c + c)]);
+                            }
+                    if (a.relu && s < 0) s = 0;
+                    const int64_t at = yoff + n * a.ys[0] + oh * a.ys[2] + ow * a.ys[3] + k;
+                    expected[(size_t)at] = 1;
+                    const double err = fabs(h2f(y[(size_t)at]) - s);
+                    if (err > worst) worst = err;
+                    if (err > 1e-2 + 2e-3 * fabs(s)) wrong++;
+                    if (writes[(size_t)at] != 1) multi++;
+                }
+    for (int64_t i = 0; i < yn; i++)
+        if (!expected[(size_t)i] && writes[(size_t)i]) stray++;
+    if (wrong || multi || stray) {
+        if (failures++ < 10)
+            printf("FAIL trial %d (C %d K %d %dx%d s %d,%d p %d,%d N %lld H %lld W %lld -> %lldx%lld, x %s, ys3 %lld, "
+                   "relu %d bias %d): %lld wrong (worst %.4g), %lld not written once, %lld stray\n",
+                   trial, a.c, a.k, a.r, a.s, a.sh, a.sw, a.ph, a.pw, (long long)a.n, (long long)a.h, (long long)a.w,
+                   (long long)a.oh, (long long)a.ow, xcl ? "channels-last" : "planar", (long long)ys3, a.relu,
+                   (int)has_b, (long long)wrong, worst, (long long)multi, (long long)stray);
+    }
+}
+
+int main(void)
+{
+    const int trials = 60;
+    for (int t = 0; t < trials; t++) run_case(t);
+    /* what it must refuse */
+    ig_stem_args a;
+    memset(&a, 0, sizeof a);
+    a.c = 3, a.k = 64, a.r = a.s = 7, a.sh = a.sw = 2, a.n = 1, a.oh = a.ow = 4, a.ys[1] = 1;
+    if (!stem_applies(a)) printf("FAIL: a ResNet stem is refused\n"), failures++;
+    a.c = 5;
+    if (stem_applies(a)) printf("FAIL: 5 input channels are taken\n"), failures++;
+    a.c = 3, a.k = 60;
+    if (stem_applies(a)) printf("FAIL: 60 output channels (not a multiple of 8) are taken\n"), failures++;
+    a.k = 64, a.sw = 3;
+    if (stem_applies(a)) printf("FAIL: a column stride of 3 is taken\n"), failures++;
+    a.sw = 2, a.ys[1] = 7;
+    if (stem_applies(a)) printf("FAIL: an output that is not channels-last is taken\n"), failures++;
+    a.ys[1] = 1, a.r = 8, a.s = 7;
+    if (stem_applies(a)) printf("FAIL: an 8x7 filter is taken\n"), failures++;
+    printf("%d trials, %d failed\n", trials, failures);
+    return failures ? 1 : 0;
+}
