@@ -16,15 +16,7 @@
 #include <string.h>
 #include <vector>
 
-static uint64_t rs = 0x2545f4914f6cdd1dull;
-static uint32_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 16);
-}
-static int64_t rint_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1)); }
+#include "host_rng.h"
 
 static int failures, checks;
 #define CHECK(cond, ...)                                    \

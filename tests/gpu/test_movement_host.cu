@@ -26,15 +26,7 @@ __host__ __device__ inline void check_aligned(const void *p, size_t bytes)
 #include <math.h>
 #include <vector>
 
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 16);
-}
-static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+#include "host_rng.h"
 
 /* [n, c, h, w] in a buffer: its strides, offset (elements) and the buffer's size. */
 struct view {

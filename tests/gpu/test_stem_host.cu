@@ -15,15 +15,7 @@
 #include <string.h>
 #include <vector>
 
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 16);
-}
-static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+#include "host_rng.h"
 static float runit(void) { return (float)rint_in(-1000, 1000) / 1000.f; }
 
 static int failures;
