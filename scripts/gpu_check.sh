@@ -23,7 +23,9 @@
 # compute-sanitizer racecheck on the attention kernels and memcheck/racecheck on elementwise models.
 # INGOT_FAULT_SECONDS (default 60) bounds each sweep, INGOT_SOAK_SECONDS (60) each soak, INGOT_SOAK_RUNS
 # (1000000) the small models' run count.
-# INGOT_GPU_PART=zoo builds ingot and runs one shard of the model zoo, bench/zoo (INGOT_ZOO_SHARD=K/N).
+# INGOT_GPU_PART=zoo builds ingot and runs one shard of the model zoo, bench/zoo (INGOT_ZOO_SHARD=K/N);
+# the binary it builds comes back as $OUT/ingot-HASH.gz (HASH: of the sources), and a later shard's call
+# that carries it in .prebuilt/ skips the build.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -88,9 +90,21 @@ if [ "$part" = zoo ]; then
     # the exports (CPU) run while ingot builds; the shard's own run waits for the ones still in progress
     python3 bench/zoo/zoo.py --export-only "${zoo_sel[@]}" --work "$work/zoo" >"$out/zoo/export.log" 2>&1 &
     zoo_export=$!
-    stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
-        "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
-    stage "build" 300 cmake --build "$here/build-gpu" -j"$(nproc 2>/dev/null || echo 8)" --target ingot
+    # a binary an earlier call built from these sources (its $OUT/ingot-HASH.gz, carried in .prebuilt/)
+    # saves the build, two minutes of each shard's call; HASH names the sources, so a stale one is not used
+    src_hash=$(cd "$here" && find src include tools cmake CMakeLists.txt -type f | LC_ALL=C sort | xargs cat |
+        sha256sum | cut -c1-16)
+    prebuilt=$here/.prebuilt/ingot-$src_hash.gz
+    mkdir -p "$here/build-gpu"
+    if [ -f "$prebuilt" ] && gunzip -c "$prebuilt" >"$here/build-gpu/ingot" && chmod +x "$here/build-gpu/ingot" &&
+        "$here/build-gpu/ingot" --version >/dev/null 2>&1; then
+        say "::: build: skipped, .prebuilt/ingot-$src_hash.gz runs"
+    else
+        stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
+            "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
+        stage "build" 300 cmake --build "$here/build-gpu" -j"$(nproc 2>/dev/null || echo 8)" --target ingot &&
+            gzip -c "$here/build-gpu/ingot" >"$out/ingot-$src_hash.gz"
+    fi
     left=$((zoo_budget - (SECONDS - t_start)))
     if [ $left -lt 60 ]; then
         say "::: zoo: only ${left}s of INGOT_ZOO_BUDGET=${zoo_budget}s left after the build: run the shard again"
