@@ -124,23 +124,34 @@ static void run_case(int trial)
                 failures++;
                 return;
             }
-            for (int i = 0; i < npatch; i++) {
+            for (int i = 0; i < a.r * pw; i++) {
                 const int64_t src = stem_patch_src(a, n, oh, ow0, pw, i);
-                buf[(size_t)i] = src >= 0 ? x[(size_t)src] : __float2half(0.f);
+                for (int c = 0; c < 4; c++)
+                    buf[(size_t)(4 * i + c)] = src >= 0 && c < a.c ? x[(size_t)(src + c * a.xs[1])] : __float2half(0.f);
             }
             std::vector<__half> out(STEM_BM * STEM_LDO, sentinel);
             for (int warp = 0; warp < STEM_WARPS; warp++) {
                 static float acc[2][STEM_BN / 8][32][4];
                 memset(acc, 0, sizeof acc);
+                std::vector<int> taps((size_t)kp / 4);
+                for (int q = 0; q < kp / 4; q++) taps[(size_t)q] = stem_tap(a, pw, q);
                 for (int k0 = 0; k0 < kp; k0 += 16) {
                     pairf af[2][32][4], bf[32][2];
                     for (int i = 0; i < 2; i++)
                         for (int lane = 0; lane < 32; lane++) {
                             const int g = lane / 4, t4 = lane % 4, p = warp * 32 + g + 16 * i, ka = k0 + 2 * t4;
-                            af[i][lane][0] = pair_at(buf, stem_a_at(a, pw, p, ka));
-                            af[i][lane][1] = pair_at(buf, stem_a_at(a, pw, p + 8, ka));
-                            af[i][lane][2] = pair_at(buf, stem_a_at(a, pw, p, ka + 8));
-                            af[i][lane][3] = pair_at(buf, stem_a_at(a, pw, p + 8, ka + 8));
+                            /* the kernel's addressing (tap table, pixel offsets) must be stem_a_at's */
+                            const int pix0 = (warp * 32 + g) * a.sw * 4 + 2 * (t4 & 1) + i * 16 * a.sw * 4;
+                            const int t0 = taps[(size_t)ka / 4], t2 = taps[(size_t)ka / 4 + 2], p8 = 8 * a.sw * 4;
+                            const int at[4] = {pix0 + t0, pix0 + t0 + p8, pix0 + t2, pix0 + t2 + p8};
+                            const int want[4] = {stem_a_at(a, pw, p, ka), stem_a_at(a, pw, p + 8, ka),
+                                                 stem_a_at(a, pw, p, ka + 8), stem_a_at(a, pw, p + 8, ka + 8)};
+                            for (int q = 0; q < 4; q++) {
+                                if (at[q] != want[q] && failures++ < 10)
+                                    printf("FAIL trial %d: A element at %d, stem_a_at says %d\n", trial, at[q],
+                                           want[q]);
+                                af[i][lane][q] = pair_at(buf, at[q]);
+                            }
                         }
                     for (int j = 0; j < ntiles; j++) {
                         for (int lane = 0; lane < 32; lane++) {

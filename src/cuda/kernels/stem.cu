@@ -17,6 +17,7 @@ __device__ __forceinline__ uint32_t lds32(const __half *p) { return *(const uint
 __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
 {
     __shared__ __align__(16) __half wsm[STEM_BN * STEM_LDW];
+    __shared__ int taps[STEM_MAX_KP / 4]; /* stem_tap of each tap for this tile's patch width */
     /* the patch of a tile, then (after its products) the tile's outputs */
     __shared__ __align__(16) __half
         buf[STEM_BM * STEM_LDO > STEM_MAX_R * STEM_MAX_PW * 4 ? STEM_BM * STEM_LDO : STEM_MAX_R * STEM_MAX_PW * 4];
@@ -43,12 +44,16 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
         int64_t n, oh, ow0;
         int np;
         stem_tile(a, tile, n, oh, ow0, np);
-        const int pw = stem_pw(a, np), npatch = a.r * pw * 4;
+        const int pw = stem_pw(a, np);
         __syncthreads(); /* the previous tile's outputs are written out; the filters are staged */
-        for (int i = tid; i < npatch; i += STEM_THREADS) {
+        for (int i = tid; i < a.r * pw; i += STEM_THREADS) { /* a pixel's 4 channels, one 8-byte store */
             const int64_t src = stem_patch_src(a, n, oh, ow0, pw, i);
-            buf[i] = src >= 0 ? x[src] : __float2half(0.f);
+            __align__(8) __half v[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) v[c] = src >= 0 && c < a.c ? x[src + c * a.xs[1]] : __float2half(0.f);
+            *(uint2 *)(buf + 4 * i) = *(const uint2 *)v;
         }
+        for (int q = tid; q < kp / 4; q += STEM_THREADS) taps[q] = stem_tap(a, pw, q);
         __syncthreads();
         float acc[2][STEM_BN / 8][4];
 #pragma unroll
@@ -58,16 +63,19 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
         const int pbase = warp * 32 + g;
+        /* this thread's pixels' offsets in the patch, and its channel pair (k % 4 = 2 * (t4 % 2)) */
+        const int pix0 = pbase * a.sw * 4 + 2 * (t4 & 1), pix16 = 16 * a.sw * 4, pix8 = 8 * a.sw * 4;
         for (int k0 = 0; k0 < kp; k0 += 16) {
             const int ka = k0 + 2 * t4;
+            const int t0 = taps[ka / 4], t2 = taps[ka / 4 + 2]; /* columns ka and ka + 8 */
             uint32_t af[2][4];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
-                const int p = pbase + 16 * i;
-                af[i][0] = lds32(buf + stem_a_at(a, pw, p, ka));
-                af[i][1] = lds32(buf + stem_a_at(a, pw, p + 8, ka));
-                af[i][2] = lds32(buf + stem_a_at(a, pw, p, ka + 8));
-                af[i][3] = lds32(buf + stem_a_at(a, pw, p + 8, ka + 8));
+                const __half *p = buf + pix0 + i * pix16;
+                af[i][0] = lds32(p + t0);
+                af[i][1] = lds32(p + t0 + pix8);
+                af[i][2] = lds32(p + t2);
+                af[i][3] = lds32(p + t2 + pix8);
             }
 #pragma unroll
             for (int j = 0; j < STEM_BN / 8; j++) {

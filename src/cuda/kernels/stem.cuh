@@ -66,14 +66,14 @@ IG_STEM_HD void stem_tile(const ig_stem_args &a, int64_t t, int64_t &n, int64_t 
 /* The patch of a tile of np pixels: R rows of pw(np) columns of 4 channels, row-major. */
 IG_STEM_HD int stem_pw(const ig_stem_args &a, int np) { return (np - 1) * a.sw + a.s; }
 
-/* Patch element i (< R * pw * 4): its slot (i itself) and its input offset, -1 for a zero (padding, or a
- * channel past C). */
+/* Patch pixel i (< R * pw): row i / pw, column i % pw; the input offset of its channel 0 (channel c at
+ * + c * xs[1]), -1 where it is padding. Its 4 channels (zeros past C) are slots 4i .. 4i + 3. */
 IG_STEM_HD int64_t stem_patch_src(const ig_stem_args &a, int64_t n, int64_t oh, int64_t ow0, int pw, int i)
 {
-    const int c = i % 4, col = i / 4 % pw, r = i / (4 * pw);
+    const int r = i / pw, col = i - r * pw;
     const int64_t ih = oh * a.sh - a.ph + r, iw = ow0 * a.sw - a.pw + col;
-    if (c >= a.c || ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) return -1;
-    return n * a.xs[0] + c * a.xs[1] + ih * a.xs[2] + iw * a.xs[3];
+    if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) return -1;
+    return n * a.xs[0] + ih * a.xs[2] + iw * a.xs[3];
 }
 
 /* Where tap q = r * S + s starts in the patch (halves); taps past R * S (the padding of the reduction,
@@ -96,7 +96,8 @@ IG_STEM_HD int64_t stem_filter_src(const ig_stem_args &a, int n0, int i, int &sl
 }
 
 /* The half offset in the patch of the A element (pixel p of the tile, reduction index k): tap k / 4,
- * channel k % 4 (an even k starts a 32-bit pair). */
+ * channel k % 4 (an even k starts a 32-bit pair). The kernel reads stem_tap from a table it fills per
+ * tile (a division by S per element cost more than the products). */
 IG_STEM_HD int stem_a_at(const ig_stem_args &a, int pw, int p, int k)
 {
     return stem_tap(a, pw, k / 4) + p * a.sw * 4 + k % 4;
