@@ -324,10 +324,8 @@ template <typename T, int K, int V>
 __global__ void __launch_bounds__(RDX_BLOCK) rdx_cols(const ig_reduction_args a, int tx, int ty)
 {
     typedef typename Elem<T>::acc A;
-    /* element-major ([V][RDX_BLOCK]): a warp's threads touch consecutive states of one element. The
-     * thread-major layout put them V states apart: 16-way bank conflicts at V = 8, in each of log2(ty)
-     * merge rounds -- the suspect for ResNet-50's global pooling (6.4 MB at batch 32) taking 27.6 us on
-     * the H200 (NOT YET MEASURED after the change) */
+    /* element-major ([V][RDX_BLOCK]): a warp's threads touch consecutive states of one element (a
+     * thread-major layout put them V states apart: 16-way bank conflicts at V = 8) */
     __shared__ St<A> sm[V * RDX_BLOCK];
     const int cx = threadIdx.x % tx, ry = threadIdx.x / tx;
     const int64_t kv = a.inner / V, tiles = (kv + tx - 1) / tx;
