@@ -12,30 +12,7 @@
 
 #define STEM_THREADS (32 * STEM_WARPS)
 
-/* patch pixels a thread stages per tile, at most */
-#define STEM_PIX ((STEM_MAX_R * STEM_MAX_PW + STEM_THREADS - 1) / STEM_THREADS)
-
 __device__ __forceinline__ uint32_t lds32(const __half *p) { return *(const uint32_t *)p; }
-
-/* Thread tid's pixels of tile t's patch (pixel tid + q * STEM_THREADS in pre[q]: 4 channels, zeros
- * past C and in the padding), every load issued before any is used. */
-__device__ __forceinline__ void stem_fetch(const ig_stem_args &a, const __half *x, int64_t t, int tid,
-                                           uint2 (&pre)[STEM_PIX])
-{
-    int64_t n, oh, ow0;
-    int np;
-    stem_tile(a, t, n, oh, ow0, np);
-    const int pw = stem_pw(a, np);
-#pragma unroll
-    for (int q = 0; q < STEM_PIX; q++) {
-        const int i = tid + q * STEM_THREADS;
-        const int64_t src = i < a.r * pw ? stem_patch_src(a, n, oh, ow0, pw, i) : -1;
-        __align__(8) __half v[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) v[c] = src >= 0 && c < a.c ? x[src + c * a.xs[1]] : __float2half(0.f);
-        pre[q] = *(const uint2 *)v;
-    }
-}
 
 __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
 {
@@ -63,24 +40,21 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
             bias[j][e] = b && ch < a.k ? __half2float(b[ch]) : 0.f;
         }
     const int64_t tiles = stem_tiles(a);
-    /* the next tile's patch loads into registers while this tile's products run (a tile's loads waited
-     * for one pixel at a time left the tensor cores idle: 690 us for ResNet-50's stem at b256) */
-    uint2 pre[STEM_PIX];
-    stem_fetch(a, x, blockIdx.x, tid, pre);
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int64_t n, oh, ow0;
         int np;
         stem_tile(a, tile, n, oh, ow0, np);
         const int pw = stem_pw(a, np);
         __syncthreads(); /* the previous tile's outputs are written out; the filters are staged */
+        for (int i = tid; i < a.r * pw; i += STEM_THREADS) { /* a pixel's 4 channels, one 8-byte store */
+            const int64_t src = stem_patch_src(a, n, oh, ow0, pw, i);
+            __align__(8) __half v[4];
 #pragma unroll
-        for (int q = 0; q < STEM_PIX; q++) {
-            const int i = tid + q * STEM_THREADS;
-            if (i < a.r * pw) *(uint2 *)(buf + 4 * i) = pre[q];
+            for (int c = 0; c < 4; c++) v[c] = src >= 0 && c < a.c ? x[src + c * a.xs[1]] : __float2half(0.f);
+            *(uint2 *)(buf + 4 * i) = *(const uint2 *)v;
         }
         for (int q = tid; q < kp / 4; q += STEM_THREADS) taps[q] = stem_tap(a, pw, q);
         __syncthreads();
-        if (tile + gridDim.x < tiles) stem_fetch(a, x, tile + gridDim.x, tid, pre);
         float acc[2][STEM_BN / 8][4];
 #pragma unroll
         for (int i = 0; i < 2; i++)
@@ -151,21 +125,13 @@ extern "C" int ingot_cuda_stem_applies(const ig_stem_args *a) { return stem_appl
 extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
 {
     if (!stem_applies(*a)) return cudaErrorInvalidValue;
-    int dev = 0, sms = 0, per_sm = 0;
-    const unsigned ky = (unsigned)((a->k + STEM_BN - 1) / STEM_BN);
-    /* a failed query leaves a guess, and no error behind for the launch check to report */
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-        sms = 132;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stem_kernel, STEM_THREADS, 0) != cudaSuccess ||
-        per_sm < 1)
-        per_sm = 1;
-    cudaGetLastError();
-    /* one wave: as many blocks as the SMs hold at once, each walking its share of the tiles (a second
-     * wave would start its blocks' shares when the first finish theirs) */
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) sms = 132;
+    /* blocks enough for every SM to hold 4 of each channel tile, each walking its share of the tiles */
     const int64_t tiles = stem_tiles(*a);
-    const int64_t want = ((int64_t)sms * per_sm + ky - 1) / ky;
+    const int64_t want = (int64_t)sms * 4;
     const unsigned gx = (unsigned)(tiles < want ? tiles : want);
-    stem_kernel<<<dim3(gx, ky), STEM_THREADS, 0, s>>>(*a);
+    stem_kernel<<<dim3(gx, (unsigned)((a->k + STEM_BN - 1) / STEM_BN)), STEM_THREADS, 0, s>>>(*a);
     return cudaGetLastError();
 }
