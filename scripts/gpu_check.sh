@@ -92,8 +92,7 @@ if [ "$part" = zoo ]; then
     zoo_export=$!
     # a binary an earlier call built from these sources (its $OUT/ingot-HASH.gz, carried in .prebuilt/)
     # saves the build, two minutes of each shard's call; HASH names the sources, so a stale one is not used
-    src_hash=$(cd "$here" && find src include tools cmake CMakeLists.txt -type f | LC_ALL=C sort | xargs cat |
-        sha256sum | cut -c1-16)
+    src_hash=$("$here/scripts/prebuilt.sh" --hash) # scripts/prebuilt.sh makes one on the CPU machine
     prebuilt=$here/.prebuilt/ingot-$src_hash.gz
     mkdir -p "$here/build-gpu"
     if [ -f "$prebuilt" ] && gunzip -c "$prebuilt" >"$here/build-gpu/ingot" && chmod +x "$here/build-gpu/ingot" &&
