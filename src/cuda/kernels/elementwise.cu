@@ -757,7 +757,11 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
     ew_config(a, &func, &grid, &block, &smem, &nl);
     if (smem) { /* the transposing copy: one of its dtype instances, by pointer */
         void *args[] = {(void *)a};
-        cudaLaunchKernel(func, grid, block, args, smem, s);
+        const cudaError_t e = cudaLaunchKernel(func, grid, block, args, smem, s);
+        if (e != cudaSuccess) {
+            cudaGetLastError(); /* reported here, not again by the next check */
+            return e;
+        }
     } else if (nl >= 0) {
         if (func == (void *)ew_fast_kernel<int32_t>)
             ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
