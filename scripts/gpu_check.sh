@@ -25,7 +25,10 @@
 # (1000000) the small models' run count.
 # INGOT_GPU_PART=zoo builds ingot and runs one shard of the model zoo, bench/zoo (INGOT_ZOO_SHARD=K/N);
 # the binary it builds comes back as $OUT/ingot-HASH.gz (HASH: of the sources), and a later shard's call
-# that carries it in .prebuilt/ skips the build.
+# that carries it in .prebuilt/ skips the build (scripts/prebuilt.sh makes one on the CPU machine).
+# INGOT_GPU_PART=quick: test_gpu on some cases and `ingot bench` of some models, with binaries (and test
+# models) built on the CPU machine by scripts/prebuilt.sh BUILD --tests --models: a change checked in
+# about a minute of device time.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -79,6 +82,30 @@ done
 } >>"$log" 2>&1
 head -12 "$log"
 
+# binaries TARGET...: the targets from .prebuilt/TARGET-HASH.gz (scripts/prebuilt.sh built them on the CPU
+# machine from these very sources: HASH names them, so a stale one is never used) when all are there and
+# run, else built here (two minutes of a call), ingot then returned as $OUT/ingot-HASH.gz for the next call.
+# Paths as a build puts them: build-gpu/ingot, build-gpu/tests/gpu/test_*.
+binaries() {
+    local src_hash t have=1
+    src_hash=$("$here/scripts/prebuilt.sh" --hash)
+    mkdir -p "$here/build-gpu/tests/gpu"
+    for t in "$@"; do
+        local dst=$here/build-gpu/$t
+        [ "$t" = ingot ] || dst=$here/build-gpu/tests/gpu/$t
+        if [ -f "$here/.prebuilt/$t-$src_hash.gz" ] && gunzip -c "$here/.prebuilt/$t-$src_hash.gz" >"$dst" &&
+            chmod +x "$dst"; then :; else have=0; fi
+    done
+    if [ $have = 1 ] && "$here/build-gpu/ingot" --version >/dev/null 2>&1; then
+        say "::: build: skipped, .prebuilt/{$(echo "$@" | tr ' ' ',')}-$src_hash.gz run"
+        return 0
+    fi
+    stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
+        "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
+    stage "build" 300 cmake --build "$here/build-gpu" -j"$(nproc 2>/dev/null || echo 8)" --target "$@" &&
+        gzip -c "$here/build-gpu/ingot" >"$out/ingot-$src_hash.gz"
+}
+
 # INGOT_GPU_PART=zoo: build ingot and run one shard of the model zoo (bench/zoo/README.md), nothing else.
 #   INGOT_ZOO_SHARD=K/N (default 1/6) or INGOT_ZOO_MODELS=a,b,c; INGOT_ZOO_BUDGET: seconds for the whole
 #   call, build included (default 540); results in $OUT/zoo (zoo.json, zoo.md), exports in $work/zoo.
@@ -90,20 +117,7 @@ if [ "$part" = zoo ]; then
     # the exports (CPU) run while ingot builds; the shard's own run waits for the ones still in progress
     python3 bench/zoo/zoo.py --export-only "${zoo_sel[@]}" --work "$work/zoo" >"$out/zoo/export.log" 2>&1 &
     zoo_export=$!
-    # a binary an earlier call built from these sources (its $OUT/ingot-HASH.gz, carried in .prebuilt/)
-    # saves the build, two minutes of each shard's call; HASH names the sources, so a stale one is not used
-    src_hash=$("$here/scripts/prebuilt.sh" --hash) # scripts/prebuilt.sh makes one on the CPU machine
-    prebuilt=$here/.prebuilt/ingot-$src_hash.gz
-    mkdir -p "$here/build-gpu"
-    if [ -f "$prebuilt" ] && gunzip -c "$prebuilt" >"$here/build-gpu/ingot" && chmod +x "$here/build-gpu/ingot" &&
-        "$here/build-gpu/ingot" --version >/dev/null 2>&1; then
-        say "::: build: skipped, .prebuilt/ingot-$src_hash.gz runs"
-    else
-        stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
-            "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
-        stage "build" 300 cmake --build "$here/build-gpu" -j"$(nproc 2>/dev/null || echo 8)" --target ingot &&
-            gzip -c "$here/build-gpu/ingot" >"$out/ingot-$src_hash.gz"
-    fi
+    binaries ingot
     left=$((zoo_budget - (SECONDS - t_start)))
     if [ $left -lt 60 ]; then
         say "::: zoo: only ${left}s of INGOT_ZOO_BUDGET=${zoo_budget}s left after the build: run the shard again"
@@ -123,6 +137,45 @@ if [ "$part" = zoo ]; then
     [ -f "$out/zoo/zoo.md" ] && cat "$out/zoo/zoo.md" | tee -a "$log"
     say ""
     say "gpu_check zoo: $((SECONDS - t_start)) s; failed stages: ${#failed_stages[@]}${failed_stages:+ (${failed_stages[*]})}"
+    [ ${#failed_stages[@]} -eq 0 ]
+    exit
+fi
+
+# INGOT_GPU_PART=quick: a check of a change in one short call, with binaries built on the CPU machine
+# (scripts/prebuilt.sh BUILD --tests): test_gpu on INGOT_QUICK_CASES (names of tests/gpu/make_models.py's
+# cases, default all; the models from .prebuilt/gm when carried, else made here), then `ingot bench
+# --fp16` of INGOT_BENCH_MODELS at INGOT_BENCH_BATCHES (exported by the peers script; no PyTorch timing).
+# Environment variables such as INGOT_CUDA_STEM pass through to both.
+if [ "$part" = quick ]; then
+    binaries ingot test_gpu
+    gm=$here/.prebuilt/gm
+    if [ ! -d "$gm" ]; then
+        gm=$work/gm
+        stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$gm"
+    fi
+    if [ -n "$peers" ] && [ -n "${INGOT_BENCH_MODELS:-}" ]; then
+        mkdir -p "$work/models"
+        (cd "$work" && timeout 240 python3 "$peers" export "$work/models" --models "$models" >"$work/export.log" 2>&1) &
+        export_pid=$!
+    fi
+    cases=()
+    for c in ${INGOT_QUICK_CASES:-$(ls "$gm")}; do cases+=("$gm/$c"); done
+    stage "gpu test ${#cases[@]} cases" 300 "$here/build-gpu/tests/gpu/test_gpu" --no-leak "${cases[@]}"
+    grep -E "^FAIL" "$log" | head -20
+    if [ -n "${export_pid:-}" ]; then
+        wait "$export_pid"
+        IFS=, read -r -a model_list <<<"$models"
+        IFS=, read -r -a batch_list <<<"$batches"
+        for m in "${model_list[@]}"; do
+            for b in "${batch_list[@]}"; do
+                [ -f "$work/models/$m.onnx" ] || continue
+                timeout 120 "$here/build-gpu/ingot" bench "$work/models/$m.onnx" --fp16 --batch "$b" --duration 2 \
+                    --warmup 20 >"$work/quick_bench.txt" 2>&1
+                say "::: bench $m batch $b: $(grep -E 'throughput|GPU, events' "$work/quick_bench.txt" | tr -s ' ' | tr '\n' ' ')"
+            done
+        done
+    fi
+    say "gpu_check quick: $((SECONDS - t_start)) s; failed stages: ${#failed_stages[@]}${failed_stages:+ (${failed_stages[*]})}"
     [ ${#failed_stages[@]} -eq 0 ]
     exit
 fi
