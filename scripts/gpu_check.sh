@@ -158,8 +158,10 @@ if [ "$part" = quick ]; then
         (cd "$work" && timeout 240 python3 "$peers" export "$work/models" --models "$models" >"$work/export.log" 2>&1) &
         export_pid=$!
     fi
-    cases=()
-    for c in ${INGOT_QUICK_CASES:-$(ls "$gm")}; do cases+=("$gm/$c"); done
+    cases=() # names or patterns (pool_*) of cases in $gm
+    for c in ${INGOT_QUICK_CASES:-*}; do
+        for d in "$gm"/$c; do [ -d "$d" ] && cases+=("$d"); done
+    done
     stage "gpu test ${#cases[@]} cases" 300 "$here/build-gpu/tests/gpu/test_gpu" --no-leak "${cases[@]}"
     grep -E "^FAIL" "$log" | head -20
     if [ -n "${export_pid:-}" ]; then
