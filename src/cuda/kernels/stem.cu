@@ -126,8 +126,11 @@ extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
 {
     if (!stem_applies(*a)) return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) sms = 132;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) {
+        cudaGetLastError(); /* a guess does; a device that is gone fails the launch below */
+        sms = 132;
+    }
     /* blocks enough for every SM to hold 4 of each channel tile, each walking its share of the tiles */
     const int64_t tiles = stem_tiles(*a);
     const int64_t want = (int64_t)sms * 4;
