@@ -39,7 +39,8 @@ struct ig_cu_conv_prep {
     size_t ws;      /* workspace of the chosen algorithm */
     size_t ws_plan; /* workspace planned for the step */
     bool tuned;
-    bool stem; /* the stem kernel takes the problem (the geometry in stem_args) */
+    bool stem;      /* the stem kernel takes the problem (the geometry in stem_args) */
+    bool stem_only; /* ... and INGOT_CUDA_STEM=force: no other candidate */
     ig_stem_args stem_args;
     char key[IG_CU_ALGO_KEY]; /* the problem, for the engine's algorithm table (algos.c) */
 };
@@ -294,8 +295,10 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
              (long long)w->dims[3], krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1],
              cv->dil[0], cv->dil[1], cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit,
              deterministic ? " det" : "");
-    c->stem = stem_mode_env() != STEM_OFF && stem_takes(p, cv, krsc, c);
-    if (c->stem && stem_mode_env() == STEM_FORCE) { /* no workspace, no cuDNN query */
+    const stem_mode mode = stem_mode_env();
+    c->stem = mode != STEM_OFF && stem_takes(p, cv, krsc, c);
+    c->stem_only = c->stem && mode == STEM_FORCE;
+    if (c->stem_only) { /* no workspace, no cuDNN query */
         c->algo = IG_CONV_ALGO_STEM;
         c->ws = c->ws_plan = 0;
         *ws_bytes = 0;
@@ -450,7 +453,7 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
     if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
     conv_perf perf[CONV_CANDIDATES];
     int n = 0;
-    if (!(c->stem && stem_mode_env() == STEM_FORCE))         /* forced: the stem kernel alone */
+    if (!c->stem_only)                                       /* forced: the stem kernel alone */
         conv_candidates(L, s, ptrs, ws, ws_bytes, perf, &n); /* none (a failure): keep the heuristic's choice */
     /* the heuristic's choice (prepare's) always runs the race: cudnnFind's one timing each is on the
      * stream, host work included, so its ranking at small sizes is not the graph's */
@@ -507,27 +510,17 @@ ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice,
     bool math_ok = k.math == CUDNN_DEFAULT_MATH || k.math == CUDNN_TENSOR_OP_MATH ||
                    k.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || k.math == CUDNN_FMA_MATH;
     int n_algo = s->u.conv.transpose ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-    if (k.algo == IG_CONV_ALGO_STEM) {
-        if (!c->stem) return INGOT_OK;
-        ingot_status st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream));
-        if (st != INGOT_OK || stem_call(L, s, ptrs) != CUDNN_STATUS_SUCCESS) {
-            cudaGetLastError();
-            return st;
-        }
-        c->algo = IG_CONV_ALGO_STEM;
-        c->ws = 0;
-        c->tuned = true;
-        *used = true;
-        return IG_CU(err, label, cudaStreamSynchronize(stream));
-    }
-    if (k.algo < 0 || k.algo >= n_algo || !math_ok) return INGOT_OK;
+    const bool stem = k.algo == IG_CONV_ALGO_STEM; /* ingot's kernel: no workspace */
+    if (stem ? !c->stem : (k.algo < 0 || k.algo >= n_algo)) return INGOT_OK;
+    if (!math_ok) return INGOT_OK;
     if (c->math == CUDNN_FMA_MATH && k.math != CUDNN_FMA_MATH) return INGOT_OK;
     ingot_status st;
     if ((st = IG_CUDNN(err, label, cudnnSetStream(L->cudnn, stream))) != INGOT_OK) return st;
     if (cudnnSetConvolutionMathType(c->conv, (cudnnMathType_t)k.math) != CUDNN_STATUS_SUCCESS) return INGOT_OK;
     size_t need = 0;
     int algo = k.algo;
-    bool fits = conv_ws_size(L, s, algo, &need) == CUDNN_STATUS_SUCCESS && need <= ws_bytes && need <= c->ws_plan;
+    bool fits =
+        stem || (conv_ws_size(L, s, algo, &need) == CUDNN_STATUS_SUCCESS && need <= ws_bytes && need <= c->ws_plan);
     /* and it runs (one call, as tuning checks its winner) */
     if (fits && conv_call(L, s, algo, ptrs, ws, need) == CUDNN_STATUS_SUCCESS) {
         c->algo = algo;

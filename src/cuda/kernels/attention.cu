@@ -22,6 +22,7 @@
 #include "kernels.h"
 #include "ingot.h"
 #include "mma.cuh"
+#include "sm_count.cuh"
 
 #include <cuda_fp16.h>
 #include <float.h>
@@ -539,9 +540,7 @@ enum { ATT_K_AUTO = 0, ATT_K_WIDE, ATT_K_NARROW, ATT_K_SPLIT };
  * SM count, or a negative cudaError_t. */
 static int att_init(void)
 {
-    int dev = 0, sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, dev))
-        sm = 132;
+    const int sm = ig_sm_count();
     const size_t kv_bytes = 4 * ATT_BN * ATT_LD * sizeof(__half);
     const size_t max_bytes = kv_bytes + 2 * ATT_BN * ATT_MLD(4), split_bytes = 4 * 2 * ATT_BN * ATT_LD * sizeof(__half);
     const void *kernels[] = {(const void *)flash_attention<4, 3>, (const void *)flash_attention<1, 1>,

@@ -4,6 +4,7 @@
  * elementwise.cu.)
  */
 #include "kernels.h"
+#include "sm_count.cuh"
 #include "ingot.h"
 
 #include <cuda_bf16.h>
@@ -559,20 +560,8 @@ static bool dwconv_strip_enabled(void)
     return on;
 }
 
-/* Threads the GPU holds at once (multiprocessors x 2048), read once per process. */
-static int64_t resident_threads(void)
-{
-    static int sms = 0;
-    int v = __atomic_load_n(&sms, __ATOMIC_RELAXED);
-    if (v == 0) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0)
-            v = 132;
-        __atomic_store_n(&sms, v, __ATOMIC_RELAXED);
-    }
-    return (int64_t)v * 2048;
-}
+/* Threads the GPU holds at once (multiprocessors x 2048). */
+static int64_t resident_threads(void) { return (int64_t)ig_sm_count() * 2048; }
 
 /* fp16, channels-last on both sides, C % 8 == 0, 16-byte aligned: the 8-channel kernels' conditions */
 static bool nhwc8(int32_t dtype, int64_t c, const int64_t *xs, const int64_t *ys, const void *x, const void *y)

@@ -5,6 +5,7 @@
  */
 #include "kernels.h"
 #include "mma.cuh"
+#include "sm_count.cuh"
 #include "stem.cuh"
 
 #include <cuda_fp16.h>
@@ -125,15 +126,9 @@ extern "C" int ingot_cuda_stem_applies(const ig_stem_args *a) { return stem_appl
 extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
 {
     if (!stem_applies(*a)) return cudaErrorInvalidValue;
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1) {
-        cudaGetLastError(); /* a guess does; a device that is gone fails the launch below */
-        sms = 132;
-    }
     /* blocks enough for every SM to hold 4 of each channel tile, each walking its share of the tiles */
     const int64_t tiles = stem_tiles(*a);
-    const int64_t want = (int64_t)sms * 4;
+    const int64_t want = (int64_t)ig_sm_count() * 4;
     const unsigned gx = (unsigned)(tiles < want ? tiles : want);
     stem_kernel<<<dim3(gx, (unsigned)((a->k + STEM_BN - 1) / STEM_BN)), STEM_THREADS, 0, s>>>(*a);
     return cudaGetLastError();
