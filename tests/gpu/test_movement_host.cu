@@ -160,24 +160,16 @@ static std::vector<double> pool_ref(const ig_pool_args &a, buf &x, const view &x
     return r;
 }
 
-template <typename T, int K, typename I> static void run_pool_cl(const ig_pool_args &a, int v, I t)
-{
-    if constexpr (sizeof(T) == 2)
-        if (v == 8) pool_cl<T, 8, K, I>(a, t);
-    if (v == 4) pool_cl<T, 4, K, I>(a, t);
-    if (v == 2) pool_cl<T, 2, K, I>(a, t);
-    if (v == 1) pool_cl<T, 1, K, I>(a, t);
-}
-
-/* k: the window the channels-last kernel is unrolled for (plan_pool's k), 0 for the loop */
-template <typename T, typename I> static void run_pool(const ig_pool_args &a, bool cl, int v, int k, int s, int tw)
+template <typename T, typename I> static void run_pool(const ig_pool_args &a, bool cl, int v, int s, int tw)
 {
     const int64_t threads = cl ? a.n * a.oh * a.ow * (a.c / v) : a.n * a.c * a.oh * ((a.ow + tw - 1) / tw);
     for (I t = 0; t < (I)threads; t++) {
-        if (cl && k == 3) {
-            run_pool_cl<T, 3, I>(a, v, t);
-        } else if (cl) {
-            run_pool_cl<T, 0, I>(a, v, t);
+        if (cl) {
+            if constexpr (sizeof(T) == 2)
+                if (v == 8) pool_cl<T, 8, I>(a, t);
+            if (v == 4) pool_cl<T, 4, I>(a, t);
+            if (v == 2) pool_cl<T, 2, I>(a, t);
+            if (v == 1) pool_cl<T, 1, I>(a, t);
         } else if (tw == 1) {
             pool_rows<T, 0, 1, I>(a, t);
         } else if (s == 1) {
@@ -188,11 +180,11 @@ template <typename T, typename I> static void run_pool(const ig_pool_args &a, bo
     }
 }
 
-template <typename I> static void run_pool_t(const ig_pool_args &a, bool cl, int v, int k, int s, int tw)
+template <typename I> static void run_pool_t(const ig_pool_args &a, bool cl, int v, int s, int tw)
 {
-    if (a.dtype == INGOT_DTYPE_FLOAT) run_pool<float, I>(a, cl, v, k, s, tw);
-    if (a.dtype == INGOT_DTYPE_FLOAT16) run_pool<__half, I>(a, cl, v, k, s, tw);
-    if (a.dtype == INGOT_DTYPE_BFLOAT16) run_pool<__nv_bfloat16, I>(a, cl, v, k, s, tw);
+    if (a.dtype == INGOT_DTYPE_FLOAT) run_pool<float, I>(a, cl, v, s, tw);
+    if (a.dtype == INGOT_DTYPE_FLOAT16) run_pool<__half, I>(a, cl, v, s, tw);
+    if (a.dtype == INGOT_DTYPE_BFLOAT16) run_pool<__nv_bfloat16, I>(a, cl, v, s, tw);
 }
 
 static const int dtypes[3] = {INGOT_DTYPE_FLOAT, INGOT_DTYPE_FLOAT16, INGOT_DTYPE_BFLOAT16};
@@ -239,25 +231,23 @@ static int pool_trial(int trial, int64_t *by_v)
     by_v[p.cl ? p.v : 8 + p.tw]++;
     char what[256];
     int fails = 0;
-    /* the plan's kernel, and every narrower one, in both index widths; an unrolled window and the loop */
-    const int windows[2] = {p.k, 0};
+    /* the plan's kernel, and every narrower one, in both index widths */
     for (int v = p.cl ? p.v : 1; v >= 1; v /= 2)
         for (int tw = p.cl ? 1 : p.tw; tw >= 1; tw = tw == 1 ? 0 : 1)
-            for (int run = 0; run < (p.k ? 4 : 2); run++) {
-                const int i64 = run % 2, k = windows[run / 2];
+            for (int i64 = 0; i64 < 2; i64++) {
                 if (!i64 && !p.i32) continue;
                 snprintf(what, sizeof what,
                          "pool trial %d %s dt %d n%lld c%lld %lldx%lld k%dx%d s%dx%d d%dx%d p%d,%d,%d,%d cip%d -> "
-                         "%lldx%lld layouts %d/%d %s v%d k%d tw%d i%d",
+                         "%lldx%lld layouts %d/%d %s v%d tw%d i%d",
                          trial, a.is_max ? "max" : "avg", a.dtype, (long long)a.n, (long long)a.c, (long long)a.h,
                          (long long)a.w, a.kh, a.kw, a.sh, a.sw, a.dh, a.dw, a.ph, a.pw, a.eh, a.ew,
-                         a.count_include_pad, (long long)a.oh, (long long)a.ow, xl, yl, p.cl ? "cl" : "rows", v, k, tw,
+                         a.count_include_pad, (long long)a.oh, (long long)a.ow, xl, yl, p.cl ? "cl" : "rows", v, tw,
                          i64 ? 64 : 32);
                 memset(y.mem.data(), 0xa5, y.mem.size() * 16);
                 if (i64)
-                    run_pool_t<int64_t>(a, p.cl, v, k, p.s, tw);
+                    run_pool_t<int64_t>(a, p.cl, v, p.s, tw);
                 else
-                    run_pool_t<int32_t>(a, p.cl, v, k, p.s, tw);
+                    run_pool_t<int32_t>(a, p.cl, v, p.s, tw);
                 fails += compare(what, y, yv, ref) || aligned(what);
                 if (fails) return fails;
             }

@@ -183,10 +183,8 @@ IG_HD float pool_out(const ig_pool_args &a, float acc, int h0, int w0)
 
 /* y channels-last: a thread takes V channels of one output pixel (V-element vector loads and stores, V
  * from the strides and the pointers' alignment); neighbouring threads take neighbouring channels. V = 1
- * serves any layout. K > 0: a K x K window, no dilation, unrolled so that a thread's K * K loads are all
- * in flight at once (ResNet's 3x3 max pool reached 2.1-2.4 TB/s with the window's loop, where each load's
- * value is used before the next is issued). */
-template <typename T, int V, int K, typename I> IG_HD void pool_cl(const ig_pool_args &a, I t)
+ * serves any layout. */
+template <typename T, int V, typename I> IG_HD void pool_cl(const ig_pool_args &a, I t)
 {
     const I cv = (I)a.c / V;
     I r = t;
@@ -198,46 +196,19 @@ template <typename T, int V, int K, typename I> IG_HD void pool_cl(const ig_pool
     const I n = r / (I)a.oh;
     const int h0 = oh * a.sh - a.ph, w0 = ow * a.sw - a.pw;
     const T *x = (const T *)a.x + n * (I)a.xs[0] + c * (I)a.xs[1];
-    const float none = a.is_max ? -INFINITY : 0.f;
     float acc[V];
 #pragma unroll
-    for (int k = 0; k < V; k++) acc[k] = none;
-    if constexpr (K > 0) {
-        /* every tap's vector loaded first, raw, from an address clamped into the tensor, and a mask of the
-         * taps inside it; then the window reduced: nothing waits on a load before all are issued (36
-         * registers for 9 taps of 16 bytes; converted to float at load they took 72 and ran slower) */
-        typedef typename vbytes<V * sizeof(T)>::t U;
-        U raw[K * K];
-        unsigned in = 0;
+    for (int k = 0; k < V; k++) acc[k] = a.is_max ? -INFINITY : 0.f;
+    for (int i = 0; i < a.kh; i++) {
+        const int ih = h0 + i * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
+        for (int j = 0; j < a.kw; j++) {
+            const int iw = w0 + j * a.dw;
+            if (iw < 0 || iw >= a.w) continue;
+            float v[V];
+            vload<T, V>(x + ih * (I)a.xs[2] + iw * (I)a.xs[3], v);
 #pragma unroll
-        for (int q = 0; q < K * K; q++) {
-            const int ih = h0 + q / K, iw = w0 + q % K;
-            in |= (unsigned)(ih >= 0 && ih < a.h && iw >= 0 && iw < a.w) << q;
-            const int ch = ih < 0 ? 0 : ih >= a.h ? (int)a.h - 1 : ih, cw = iw < 0 ? 0 : iw >= a.w ? (int)a.w - 1 : iw;
-            const T *p = x + ch * (I)a.xs[2] + cw * (I)a.xs[3];
-            IG_VEC_ALIGNED(p, sizeof(U));
-            raw[q] = *(const U *)p;
-        }
-#pragma unroll
-        for (int q = 0; q < K * K; q++) {
-            if (!(in >> q & 1)) continue;
-            T e[V];
-            memcpy(e, &raw[q], sizeof raw[q]);
-#pragma unroll
-            for (int k = 0; k < V; k++) acc[k] = pool_add(a.is_max, acc[k], to_f(e[k]));
-        }
-    } else {
-        for (int i = 0; i < a.kh; i++) {
-            const int ih = h0 + i * a.dh;
-            if (ih < 0 || ih >= a.h) continue;
-            for (int j = 0; j < a.kw; j++) {
-                const int iw = w0 + j * a.dw;
-                if (iw < 0 || iw >= a.w) continue;
-                float v[V];
-                vload<T, V>(x + ih * (I)a.xs[2] + iw * (I)a.xs[3], v);
-#pragma unroll
-                for (int k = 0; k < V; k++) acc[k] = pool_add(a.is_max, acc[k], v[k]);
-            }
+            for (int k = 0; k < V; k++) acc[k] = pool_add(a.is_max, acc[k], v[k]);
         }
     }
 #pragma unroll
@@ -296,10 +267,10 @@ template <typename T, int S, int TW, typename I> IG_HD void pool_rows(const ig_p
     }
 }
 
-template <typename T, int V, int K, typename I> __global__ void pool_cl_kernel(const ig_pool_args a, I threads)
+template <typename T, int V, typename I> __global__ void pool_cl_kernel(const ig_pool_args a, I threads)
 {
     const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < threads) pool_cl<T, V, K, I>(a, t);
+    if (t < threads) pool_cl<T, V, I>(a, t);
 }
 
 template <typename T, int S, int TW, typename I> __global__ void pool_rows_kernel(const ig_pool_args a, I threads)
@@ -312,7 +283,7 @@ template <typename T, int S, int TW, typename I> __global__ void pool_rows_kerne
  * pixels at stride S; 32- or 64-bit indices. */
 struct pool_plan {
     bool cl, i32;
-    int v, k, s, tw; /* k: 3 for the unrolled 3x3 window, else 0 */
+    int v, s, tw;
     int64_t threads;
 };
 
@@ -325,7 +296,6 @@ static pool_plan plan_pool(const ig_pool_args *a)
     if (p.cl) {
         p.v = vec_width(16 / es, es, a->c, xd, a->xs, yd, a->ys, a->x, a->y, NULL, NULL);
         p.threads = a->n * a->oh * a->ow * (a->c / p.v);
-        p.k = a->kh == 3 && a->kw == 3 && a->dh == 1 && a->dw == 1 ? 3 : 0;
     } else {
         p.s = a->dw == 1 && (a->sw == 1 || a->sw == 2) && a->ow > 1 ? a->sw : 0;
         p.tw = p.s ? 4 : 1;
@@ -335,33 +305,26 @@ static pool_plan plan_pool(const ig_pool_args *a)
     return p;
 }
 
-template <typename T, int K, typename I>
-static void launch_pool_cl(const ig_pool_args *a, const pool_plan &p, unsigned blocks, I n, cudaStream_t s)
-{
-    switch (p.v) {
-    case 8: /* 2-byte types only (vec_width gives fp32 at most 4) */
-        if constexpr (sizeof(T) == 2) pool_cl_kernel<T, 8, K, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
-        break;
-    case 4: pool_cl_kernel<T, 4, K, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
-    case 2: pool_cl_kernel<T, 2, K, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
-    default: pool_cl_kernel<T, 1, K, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
-    }
-}
-
 template <typename T, typename I> static void launch_pool(const ig_pool_args *a, const pool_plan &p, cudaStream_t s)
 {
     const unsigned blocks = (unsigned)((p.threads + MOVE_BLOCK - 1) / MOVE_BLOCK);
     const I n = (I)p.threads;
-    if (p.cl && p.k == 3)
-        launch_pool_cl<T, 3, I>(a, p, blocks, n, s);
-    else if (p.cl)
-        launch_pool_cl<T, 0, I>(a, p, blocks, n, s);
-    else if (p.s == 1)
+    if (p.cl) {
+        switch (p.v) {
+        case 8: /* 2-byte types only (vec_width gives fp32 at most 4) */
+            if constexpr (sizeof(T) == 2) pool_cl_kernel<T, 8, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
+            break;
+        case 4: pool_cl_kernel<T, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+        case 2: pool_cl_kernel<T, 2, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+        default: pool_cl_kernel<T, 1, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n); break;
+        }
+    } else if (p.s == 1) {
         pool_rows_kernel<T, 1, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
-    else if (p.s == 2)
+    } else if (p.s == 2) {
         pool_rows_kernel<T, 2, 4, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
-    else
+    } else {
         pool_rows_kernel<T, 0, 1, I><<<blocks, MOVE_BLOCK, 0, s>>>(*a, n);
+    }
 }
 
 template <typename T> static void launch_pool_t(const ig_pool_args *a, const pool_plan &p, cudaStream_t s)
@@ -389,7 +352,7 @@ extern "C" void ingot_cuda_pool_describe(const ig_pool_args *a, char *buf, size_
 {
     const pool_plan p = plan_pool(a);
     if (p.cl)
-        snprintf(buf, n, "channels-last x%d%s%s", p.v, p.k == 3 ? " 3x3" : "", p.i32 ? "" : " i64");
+        snprintf(buf, n, "channels-last x%d%s", p.v, p.i32 ? "" : " i64");
     else
         snprintf(buf, n, "rows x%d%s", p.tw, p.i32 ? "" : " i64");
 }
