@@ -111,9 +111,8 @@ static void run_case(int trial)
             wsm[(size_t)slot] = src >= 0 ? w[(size_t)src] : __float2half(0.f);
         }
         const int ntiles = (a.k - n0 < STEM_BN ? a.k - n0 : STEM_BN) / 8;
-        for (int64_t tile = 0; tile < stem_tiles(a); tile++) {
-            int64_t n, oh, ow0;
-            int np;
+        for (int tile = 0; tile < stem_tiles(a); tile++) {
+            int n, oh, ow0, np;
             stem_tile(a, tile, n, oh, ow0, np);
             const int pw = stem_pw(a, np), npatch = a.r * pw * 4;
             std::vector<__half> buf(STEM_BM * STEM_LDO > STEM_MAX_R * STEM_MAX_PW * 4 ? STEM_BM * STEM_LDO
@@ -124,11 +123,20 @@ static void run_case(int trial)
                 failures++;
                 return;
             }
-            for (int i = 0; i < a.r * pw; i++) {
-                const int64_t src = stem_patch_src(a, n, oh, ow0, pw, i);
-                for (int c = 0; c < 4; c++)
-                    buf[(size_t)(4 * i + c)] = src >= 0 && c < a.c ? x[(size_t)(src + c * a.xs[1])] : __float2half(0.f);
-            }
+            /* the kernel's staging: column col of patch row r is slots 4 (r pw + col) .. + 3 */
+            for (int col = 0; col < pw; col++)
+                for (int r = 0; r < a.r; r++) {
+                    const int at = stem_patch_at(a, oh, ow0, r, col);
+                    const int64_t ih = oh * a.sh - a.ph + r, iw = ow0 * a.sw - a.pw + col;
+                    const bool in = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
+                    if ((at >= 0) != in || (in && at != ih * a.xs[2] + iw * a.xs[3])) {
+                        if (failures++ < 10) printf("FAIL trial %d: patch pixel (%d, %d) at %d\n", trial, r, col, at);
+                        return;
+                    }
+                    for (int c = 0; c < 4; c++)
+                        buf[(size_t)(4 * (r * pw + col) + c)] =
+                            at >= 0 && c < a.c ? x[(size_t)(n * a.xs[0] + at + c * a.xs[1])] : __float2half(0.f);
+                }
             std::vector<__half> out(STEM_BM * STEM_LDO, sentinel);
             for (int warp = 0; warp < STEM_WARPS; warp++) {
                 static float acc[2][STEM_BN / 8][32][4];
@@ -153,14 +161,21 @@ static void run_case(int trial)
                                 af[i][lane][q] = pair_at(buf, at[q]);
                             }
                         }
-                    for (int j = 0; j < ntiles; j++) {
-                        for (int lane = 0; lane < 32; lane++) {
-                            const int g = lane / 4, t4 = lane % 4, at = (j * 8 + g) * STEM_LDW + k0 + 2 * t4;
-                            bf[lane][0] = pair_at(wsm, at);
-                            bf[lane][1] = pair_at(wsm, at + 8);
+                    for (int j = 0; j < ntiles; j += 2) {
+                        /* ldmatrix.x4: lane l gets row l / 4, columns 2 (l % 4), + 1 of matrix m, whose row
+                         * r8 is at the address lane 8 m + r8 gave (stem_ldsm_b) */
+                        pairf ld[32][4];
+                        for (int lane = 0; lane < 32; lane++)
+                            for (int m = 0; m < 4; m++)
+                                ld[lane][m] = pair_at(wsm, stem_ldsm_b(8 * m + lane / 4, j, k0) + 2 * (lane % 4));
+                        for (int jj = j; jj < j + 2 && jj < ntiles; jj++) {
+                            for (int lane = 0; lane < 32; lane++) {
+                                bf[lane][0] = ld[lane][2 * (jj - j)];
+                                bf[lane][1] = ld[lane][2 * (jj - j) + 1];
+                            }
+                            mma_host(acc[0][jj], af[0], bf);
+                            mma_host(acc[1][jj], af[1], bf);
                         }
-                        mma_host(acc[0][j], af[0], bf);
-                        mma_host(acc[1][j], af[1], bf);
                     }
                 }
                 for (int i = 0; i < 2; i++)
@@ -229,8 +244,13 @@ int main(void)
     /* what it must refuse */
     ig_stem_args a;
     memset(&a, 0, sizeof a);
-    a.c = 3, a.k = 64, a.r = a.s = 7, a.sh = a.sw = 2, a.n = 1, a.oh = a.ow = 4, a.ys[1] = 1;
+    a.c = 3, a.k = 64, a.r = a.s = 7, a.sh = a.sw = 2, a.n = 1, a.h = a.w = 8, a.oh = a.ow = 4, a.ys[1] = 1;
+    a.xs[1] = 1, a.xs[3] = 3, a.xs[2] = 24, a.xs[0] = 192;
     if (!stem_applies(a)) printf("FAIL: a ResNet stem is refused\n"), failures++;
+    a.h = a.w = 40000; /* an image of 4.8e9 elements: offsets past 32 bits */
+    a.xs[2] = 3 * a.w, a.xs[0] = a.xs[2] * a.h;
+    if (stem_applies(a)) printf("FAIL: an image past 32-bit offsets is taken\n"), failures++;
+    a.h = a.w = 8, a.xs[2] = 24, a.xs[0] = 192;
     a.c = 5;
     if (stem_applies(a)) printf("FAIL: 5 input channels are taken\n"), failures++;
     a.c = 3, a.k = 60;

@@ -20,4 +20,23 @@ __device__ __forceinline__ void mma16816(float d[4], const uint32_t a[4], uint32
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* Four 8x8 matrices of halves from shared memory: lane l gives the address of row l % 8 of matrix l / 8
+ * (16 bytes, 16-byte aligned); r[m] of lane l holds matrix m's row l / 4, columns 2 (l % 4) and + 1, which
+ * is a B fragment's register when the rows are its columns (n) and k runs along them. */
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *smem_row)
+{
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+/* The same, each matrix transposed: r[m] of lane l holds column l / 4 of matrix m, rows 2 (l % 4) and + 1. */
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const void *smem_row)
+{
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(smem_row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
 #endif /* INGOT_MMA_CUH */

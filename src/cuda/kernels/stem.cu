@@ -13,16 +13,17 @@
 
 #define STEM_THREADS (32 * STEM_WARPS)
 
-/* patch pixels a thread stages per tile, at most, in rounds of STEM_PIX_ROUND loads in flight */
-#define STEM_PIX_ROUND 8
-#define STEM_PIX \
-    ((STEM_MAX_R * STEM_MAX_PW + STEM_THREADS * STEM_PIX_ROUND - 1) / (STEM_THREADS * STEM_PIX_ROUND) * STEM_PIX_ROUND)
 /* filter elements a thread loads before it stores them */
 #define STEM_WCHUNK 16
 
 __device__ __forceinline__ uint32_t lds32(const __half *p) { return *(const uint32_t *)p; }
 
-__global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
+/* C (1-4) is a template argument: a pixel's loads and the packing of its 4 slots are unrolled, with no
+ * load of a channel that is not there. What the profile of the first versions said (ncu, ResNet-50's stem
+ * at b256): 0.55 instructions issued per cycle and scheduler, stalled on integer dependencies: 64-bit
+ * divisions per tile and per patch pixel, ~3400 instructions a warp per tile against ~700 for its
+ * products. Here a tile's addresses are 32-bit offsets from row and column, with no division. */
+template <int C> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
 {
     __shared__ __align__(16) __half wsm[STEM_BN * STEM_LDW];
     __shared__ int taps[STEM_MAX_KP / 4]; /* stem_tap of each tap for this tile's patch width */
@@ -67,39 +68,36 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
             const int ch = n0 + j * 8 + 2 * t4 + e;
             bias[j][e] = b && ch < a.k ? __half2float(b[ch]) : 0.f;
         }
-    const int64_t tiles = stem_tiles(a);
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int64_t n, oh, ow0;
-        int np;
+    int coff[C]; /* channel c's offset from its pixel */
+#pragma unroll
+    for (int c = 0; c < C; c++) coff[c] = (int)(c * a.xs[1]);
+    const int tiles = stem_tiles(a);
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int n, oh, ow0, np;
         stem_tile(a, tile, n, oh, ow0, np);
         const int pw = stem_pw(a, np);
         __syncthreads(); /* the previous tile's outputs are written out; the filters are staged */
-        /* the patch: every load of the tile first, from clamped addresses, as raw bits with a mask of the
-         * real pixels, so they are in flight together (a loop of load-then-store waited a round trip per
-         * pixel, ~13 a tile: 690 us for ResNet-50's stem at b256); then a pixel's 4 channels (zeros past
-         * C and in the padding) as one 8-byte store */
-        const uint16_t *x16 = (const uint16_t *)a.x;
-        for (int r0 = 0; r0 < STEM_PIX; r0 += STEM_PIX_ROUND) { /* rounds bound the registers it takes */
-            uint16_t v[STEM_PIX_ROUND][4];
+        /* the patch: a thread takes columns tid, tid + STEM_THREADS, ... and loads a column's R pixels at
+         * once, from clamped addresses, as raw bits with a mask of the real ones, so they are in flight
+         * together; then a pixel's 4 slots (zeros past C and in the padding) as one 8-byte store */
+        const uint16_t *xn = (const uint16_t *)a.x + n * a.xs[0];
+        for (int col = tid; col < pw; col += STEM_THREADS) {
+            uint16_t v[STEM_MAX_R][C];
             unsigned ok = 0;
 #pragma unroll
-            for (int q = 0; q < STEM_PIX_ROUND; q++) {
-                const int i = tid + (r0 + q) * STEM_THREADS;
-                const int64_t src = i < a.r * pw ? stem_patch_src(a, n, oh, ow0, pw, i) : -1, at = src >= 0 ? src : 0;
-                ok |= (unsigned)(src >= 0) << q;
+            for (int r = 0; r < STEM_MAX_R; r++) {
+                const int at = r < a.r ? stem_patch_at(a, oh, ow0, r, col) : -1;
+                ok |= (unsigned)(at >= 0) << r;
 #pragma unroll
-                for (int c = 0; c < 4; c++) v[q][c] = x16[at + (c < a.c ? c : a.c - 1) * a.xs[1]]; /* x[0] exists */
+                for (int c = 0; c < C; c++) v[r][c] = xn[(at >= 0 ? at : 0) + coff[c]]; /* the image's 0 exists */
             }
 #pragma unroll
-            for (int q = 0; q < STEM_PIX_ROUND; q++) {
-                const int i = tid + (r0 + q) * STEM_THREADS;
-                if (i < a.r * pw) {
-                    const bool real = ok >> q & 1;
-                    const uint32_t lo = real ? (uint32_t)v[q][0] | (a.c > 1 ? (uint32_t)v[q][1] << 16 : 0u) : 0u;
-                    const uint32_t hi =
-                        real && a.c > 2 ? (uint32_t)v[q][2] | (a.c > 3 ? (uint32_t)v[q][3] << 16 : 0u) : 0u;
-                    *(uint2 *)(buf + 4 * i) = make_uint2(lo, hi);
-                }
+            for (int r = 0; r < STEM_MAX_R; r++) {
+                if (r >= a.r) break;
+                uint32_t w2[2] = {0u, 0u}; /* slots 0-1, 2-3 */
+#pragma unroll
+                for (int c = 0; c < C; c++) w2[c / 2] |= (ok >> r & 1 ? (uint32_t)v[r][c] : 0u) << (16 * (c % 2));
+                *(uint2 *)(buf + 4 * (r * pw + col)) = make_uint2(w2[0], w2[1]);
             }
         }
         for (int q = tid; q < kp / 4; q += STEM_THREADS) taps[q] = stem_tap(a, pw, q);
@@ -114,6 +112,7 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
         const int pbase = warp * 32 + g;
         /* this thread's pixels' offsets in the patch, and its channel pair (k % 4 = 2 * (t4 % 2)) */
         const int pix0 = pbase * a.sw * 4 + 2 * (t4 & 1), pix16 = 16 * a.sw * 4, pix8 = 8 * a.sw * 4;
+        const __half *wl = wsm + stem_ldsm_b(lane, 0, 0);
         for (int k0 = 0; k0 < kp; k0 += 16) {
             const int ka = k0 + 2 * t4;
             const int t0 = taps[ka / 4], t2 = taps[ka / 4 + 2]; /* columns ka and ka + 8 */
@@ -126,13 +125,18 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
                 af[i][2] = lds32(p + t2);
                 af[i][3] = lds32(p + t2 + pix8);
             }
+            /* B of two channel tiles per ldmatrix; a tile past ntiles reads staged zeros and is skipped */
 #pragma unroll
-            for (int j = 0; j < STEM_BN / 8; j++) {
+            for (int j = 0; j < STEM_BN / 8; j += 2) {
                 if (j >= ntiles) break;
-                const __half *wr = wsm + (j * 8 + g) * STEM_LDW + ka;
-                const uint32_t b0 = lds32(wr), b1 = lds32(wr + 8);
-                mma16816(acc[0][j], af[0], b0, b1);
-                mma16816(acc[1][j], af[1], b0, b1);
+                uint32_t bf[4];
+                ldsm_x4(bf, wl + j * 8 * STEM_LDW + k0);
+                mma16816(acc[0][j], af[0], bf[0], bf[1]);
+                mma16816(acc[1][j], af[1], bf[0], bf[1]);
+                if (j + 1 < ntiles) {
+                    mma16816(acc[0][j + 1], af[0], bf[2], bf[3]);
+                    mma16816(acc[1][j + 1], af[1], bf[2], bf[3]);
+                }
             }
         }
         __syncthreads(); /* every warp is done with the patch: the outputs take its place */
@@ -155,7 +159,12 @@ __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a
         const int nc = ntiles * 8;
         __half *y = (__half *)a.y + n * a.ys[0] + oh * a.ys[2] + ow0 * a.ys[3] + n0;
         const bool v16 = ((uintptr_t)y & 15) == 0 && a.ys[3] % 8 == 0;
-        if (v16) {
+        if (v16 && nc == STEM_BN) { /* the common case: shifts, not divisions */
+            for (int i = tid; i < np * (STEM_BN / 8); i += STEM_THREADS) {
+                const int p = i / (STEM_BN / 8), q = i % (STEM_BN / 8);
+                *(uint4 *)(y + p * a.ys[3] + q * 8) = *(const uint4 *)(buf + p * STEM_LDO + q * 8);
+            }
+        } else if (v16) {
             for (int i = tid; i < np * (nc / 8); i += STEM_THREADS) {
                 const int p = i / (nc / 8), q = i % (nc / 8);
                 *(uint4 *)(y + p * a.ys[3] + q * 8) = *(const uint4 *)(buf + p * STEM_LDO + q * 8);
@@ -177,7 +186,12 @@ extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
     /* blocks enough for every SM to hold 4 of each channel tile, each walking its share of the tiles */
     const int64_t tiles = stem_tiles(*a);
     const int64_t want = (int64_t)ig_sm_count() * 4;
-    const unsigned gx = (unsigned)(tiles < want ? tiles : want);
-    stem_kernel<<<dim3(gx, (unsigned)((a->k + STEM_BN - 1) / STEM_BN)), STEM_THREADS, 0, s>>>(*a);
+    const dim3 grid((unsigned)(tiles < want ? tiles : want), (unsigned)((a->k + STEM_BN - 1) / STEM_BN));
+    switch (a->c) {
+    case 1: stem_kernel<1><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    case 2: stem_kernel<2><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    case 3: stem_kernel<3><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    default: stem_kernel<4><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    }
     return cudaGetLastError();
 }

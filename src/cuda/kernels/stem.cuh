@@ -37,43 +37,49 @@
 #define IG_STEM_HD __host__ __device__ __forceinline__
 #endif
 
-/* Whether the kernel takes this convolution (the lowering has made its padding symmetric). */
+/* Whether the kernel takes this convolution (the lowering has made its padding symmetric). Offsets within
+ * one image and tile numbers are 32-bit in the kernel. */
 static inline __host__ __device__ bool stem_applies(const ig_stem_args &a)
 {
-    return a.c >= 1 && a.c <= 4 && a.k >= 8 && a.k % 8 == 0 && a.r >= 1 && a.r <= STEM_MAX_R && a.s >= 1 &&
-           a.s <= STEM_MAX_S && a.r * a.s <= STEM_MAX_RS && a.sh >= 1 && a.sw >= 1 && a.sw <= STEM_MAX_SW &&
-           a.ph >= 0 && a.pw >= 0 && a.n > 0 && a.oh > 0 && a.ow > 0 && a.ys[1] == 1;
+    if (!(a.c >= 1 && a.c <= 4 && a.k >= 8 && a.k % 8 == 0 && a.r >= 1 && a.r <= STEM_MAX_R && a.s >= 1 &&
+          a.s <= STEM_MAX_S && a.r * a.s <= STEM_MAX_RS && a.sh >= 1 && a.sw >= 1 && a.sw <= STEM_MAX_SW && a.ph >= 0 &&
+          a.pw >= 0 && a.n > 0 && a.h > 0 && a.w > 0 && a.oh > 0 && a.ow > 0 && a.ys[1] == 1))
+        return false;
+    for (int d = 1; d < 4; d++)
+        if (a.xs[d] < 0) return false;
+    const int64_t span = (a.c - 1) * a.xs[1] + (a.h - 1) * a.xs[2] + (a.w - 1) * a.xs[3];
+    return span < INT32_MAX && a.n * a.oh * ((a.ow + STEM_BM - 1) / STEM_BM) < INT32_MAX;
 }
 
 /* The reduction's length: 4 * R * S rounded up to 16. */
 IG_STEM_HD int stem_kp(const ig_stem_args &a) { return (4 * a.r * a.s + 15) / 16 * 16; }
 
-/* Tiles: one per STEM_BM pixels of each output row. */
-IG_STEM_HD int64_t stem_segs(const ig_stem_args &a) { return (a.ow + STEM_BM - 1) / STEM_BM; }
-IG_STEM_HD int64_t stem_tiles(const ig_stem_args &a) { return a.n * a.oh * stem_segs(a); }
+/* Tiles: one per STEM_BM pixels of each output row (fewer than 2^31: stem_applies). */
+IG_STEM_HD int stem_segs(const ig_stem_args &a) { return (int)((a.ow + STEM_BM - 1) / STEM_BM); }
+IG_STEM_HD int stem_tiles(const ig_stem_args &a) { return (int)(a.n * a.oh * stem_segs(a)); }
 
 /* Tile t: image n, output row oh, first pixel ow0, np pixels. */
-IG_STEM_HD void stem_tile(const ig_stem_args &a, int64_t t, int64_t &n, int64_t &oh, int64_t &ow0, int &np)
+IG_STEM_HD void stem_tile(const ig_stem_args &a, int t, int &n, int &oh, int &ow0, int &np)
 {
-    const int64_t segs = stem_segs(a);
+    const int segs = stem_segs(a), ohs = (int)a.oh;
     ow0 = t % segs * STEM_BM;
     t /= segs;
-    oh = t % a.oh;
-    n = t / a.oh;
+    oh = t % ohs;
+    n = t / ohs;
     np = (int)(a.ow - ow0 < STEM_BM ? a.ow - ow0 : STEM_BM);
 }
 
 /* The patch of a tile of np pixels: R rows of pw(np) columns of 4 channels, row-major. */
 IG_STEM_HD int stem_pw(const ig_stem_args &a, int np) { return (np - 1) * a.sw + a.s; }
 
-/* Patch pixel i (< R * pw): row i / pw, column i % pw; the input offset of its channel 0 (channel c at
- * + c * xs[1]), -1 where it is padding. Its 4 channels (zeros past C) are slots 4i .. 4i + 3. */
-IG_STEM_HD int64_t stem_patch_src(const ig_stem_args &a, int64_t n, int64_t oh, int64_t ow0, int pw, int i)
+/* Patch pixel (r, col) of the tile whose first output pixel is (oh, ow0): its offset in the image (channel
+ * c at + c * xs[1]), -1 where it is padding. Its 4 channels (zeros past C) are the patch's slots
+ * 4 (r pw + col) .. + 3. */
+IG_STEM_HD int stem_patch_at(const ig_stem_args &a, int oh, int ow0, int r, int col)
 {
-    const int r = i / pw, col = i - r * pw;
-    const int64_t ih = oh * a.sh - a.ph + r, iw = ow0 * a.sw - a.pw + col;
+    const int ih = oh * a.sh - a.ph + r, iw = ow0 * a.sw - a.pw + col;
     if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) return -1;
-    return n * a.xs[0] + ih * a.xs[2] + iw * a.xs[3];
+    return ih * (int)a.xs[2] + iw * (int)a.xs[3]; /* each term within the image's span (stem_applies) */
 }
 
 /* Where tap q = r * S + s starts in the patch (halves); taps past R * S (the padding of the reduction,
@@ -101,6 +107,14 @@ IG_STEM_HD int64_t stem_filter_src(const ig_stem_args &a, int n0, int i, int &sl
 IG_STEM_HD int stem_a_at(const ig_stem_args &a, int pw, int p, int k)
 {
     return stem_tap(a, pw, k / 4) + p * a.sw * 4 + k % 4;
+}
+
+/* The row of wsm that lane gives ldmatrix.x4 for the B fragments of channel tiles j and j + 1 at
+ * reduction k0: matrices 0-3 are (j, k0..+7), (j, k0+8..+15), (j+1, k0..), (j+1, k0+8..); lane l
+ * addresses row l % 8 of matrix l / 8 (halves from wsm). */
+IG_STEM_HD int stem_ldsm_b(int lane, int j, int k0)
+{
+    return ((j + lane / 16) * 8 + lane % 8) * STEM_LDW + k0 + (lane / 8 % 2) * 8;
 }
 
 #endif /* INGOT_STEM_CUH */
