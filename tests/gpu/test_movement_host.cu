@@ -166,10 +166,10 @@ template <typename T, typename I> static void run_pool(const ig_pool_args &a, bo
     for (I t = 0; t < (I)threads; t++) {
         if (cl) {
             if constexpr (sizeof(T) == 2)
-                if (v == 8) pool_cl<T, 8, I>(a, t);
-            if (v == 4) pool_cl<T, 4, I>(a, t);
-            if (v == 2) pool_cl<T, 2, I>(a, t);
-            if (v == 1) pool_cl<T, 1, I>(a, t);
+                if (v == 8) pool_cl_thread<T, 8, I>(a, t);
+            if (v == 4) pool_cl_thread<T, 4, I>(a, t);
+            if (v == 2) pool_cl_thread<T, 2, I>(a, t);
+            if (v == 1) pool_cl_thread<T, 1, I>(a, t);
         } else if (tw == 1) {
             pool_rows<T, 0, 1, I>(a, t);
         } else if (s == 1) {

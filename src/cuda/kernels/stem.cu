@@ -23,7 +23,29 @@ __device__ __forceinline__ uint32_t lds32(const __half *p) { return *(const uint
  * at b256): 0.55 instructions issued per cycle and scheduler, stalled on integer dependencies: 64-bit
  * divisions per tile and per patch pixel, ~3400 instructions a warp per tile against ~700 for its
  * products. Here a tile's addresses are 32-bit offsets from row and column, with no division. */
-template <int C> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
+/* A warp's outputs (32 pixels x NT channel tiles) into the staging buffer, the bias already in acc. */
+template <int NT, bool RELU>
+__device__ __forceinline__ void stem_stage_out(const float (&acc)[2][NT][4], __half *buf, int pbase, int t4)
+{
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+                if (RELU) {
+                    v0 = fmaxf(v0, 0.f);
+                    v1 = fmaxf(v1, 0.f);
+                }
+                const int p = pbase + 16 * i + 8 * h;
+                *(__half2 *)(buf + p * STEM_LDO + j * 8 + 2 * t4) = __floats2half2_rn(v0, v1);
+            }
+}
+
+/* NT (2, 4 or 8): the channel tiles of 8 a block computes, the fewest that cover K's in a block; tiles
+ * past K have zero filters, and only K's are written. */
+template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
 {
     __shared__ __align__(16) __half wsm[STEM_BN * STEM_LDW];
     __shared__ int taps[STEM_MAX_KP / 4]; /* stem_tap of each tap for this tile's patch width */
@@ -60,9 +82,9 @@ template <int C> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(con
     }
     /* output channel tiles of 8 this block computes (K need not fill STEM_BN) */
     const int ntiles = (a.k - n0 < STEM_BN ? a.k - n0 : STEM_BN) / 8;
-    float bias[STEM_BN / 8][2];
+    float bias[NT][2];
 #pragma unroll
-    for (int j = 0; j < STEM_BN / 8; j++)
+    for (int j = 0; j < NT; j++)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const int ch = n0 + j * 8 + 2 * t4 + e;
@@ -102,20 +124,20 @@ template <int C> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(con
         }
         for (int q = tid; q < kp / 4; q += STEM_THREADS) taps[q] = stem_tap(a, pw, q);
         __syncthreads();
-        float acc[2][STEM_BN / 8][4];
+        float acc[2][NT][4]; /* starting from the bias */
 #pragma unroll
         for (int i = 0; i < 2; i++)
 #pragma unroll
-            for (int j = 0; j < STEM_BN / 8; j++)
+            for (int j = 0; j < NT; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+                for (int e = 0; e < 4; e++) acc[i][j][e] = bias[j][e % 2];
         const int pbase = warp * 32 + g;
         /* this thread's pixels' offsets in the patch, and its channel pair (k % 4 = 2 * (t4 % 2)) */
         const int pix0 = pbase * a.sw * 4 + 2 * (t4 & 1), pix16 = 16 * a.sw * 4, pix8 = 8 * a.sw * 4;
         const __half *wl = wsm + stem_ldsm_b(lane, 0, 0);
         for (int k0 = 0; k0 < kp; k0 += 16) {
-            const int ka = k0 + 2 * t4;
-            const int t0 = taps[ka / 4], t2 = taps[ka / 4 + 2]; /* columns ka and ka + 8 */
+            const unsigned tq = (unsigned)(k0 + 2 * t4) / 4;
+            const int t0 = taps[tq], t2 = taps[tq + 2]; /* columns ka = k0 + 2 t4 and ka + 8 */
             uint32_t af[2][4];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
@@ -125,35 +147,22 @@ template <int C> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(con
                 af[i][2] = lds32(p + t2);
                 af[i][3] = lds32(p + t2 + pix8);
             }
-            /* B of two channel tiles per ldmatrix; a tile past ntiles reads staged zeros and is skipped */
+            /* B of two channel tiles per ldmatrix */
 #pragma unroll
-            for (int j = 0; j < STEM_BN / 8; j += 2) {
-                if (j >= ntiles) break;
+            for (int j = 0; j < NT; j += 2) {
                 uint32_t bf[4];
                 ldsm_x4(bf, wl + j * 8 * STEM_LDW + k0);
                 mma16816(acc[0][j], af[0], bf[0], bf[1]);
                 mma16816(acc[1][j], af[1], bf[0], bf[1]);
-                if (j + 1 < ntiles) {
-                    mma16816(acc[0][j + 1], af[0], bf[2], bf[3]);
-                    mma16816(acc[1][j + 1], af[1], bf[2], bf[3]);
-                }
+                mma16816(acc[0][j + 1], af[0], bf[2], bf[3]);
+                mma16816(acc[1][j + 1], af[1], bf[2], bf[3]);
             }
         }
         __syncthreads(); /* every warp is done with the patch: the outputs take its place */
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < STEM_BN / 8; j++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    float v0 = acc[i][j][2 * h] + bias[j][0], v1 = acc[i][j][2 * h + 1] + bias[j][1];
-                    if (a.relu) {
-                        v0 = fmaxf(v0, 0.f);
-                        v1 = fmaxf(v1, 0.f);
-                    }
-                    const int p = pbase + 16 * i + 8 * h;
-                    *(__half2 *)(buf + p * STEM_LDO + j * 8 + 2 * t4) = __floats2half2_rn(v0, v1);
-                }
+        if (a.relu)      /* one branch a tile, not one a value */
+            stem_stage_out<NT, true>(acc, buf, pbase, t4);
+        else
+            stem_stage_out<NT, false>(acc, buf, pbase, t4);
         __syncthreads();
         /* np pixels of nc channels: 16-byte pieces when the output's rows allow, else halves */
         const int nc = ntiles * 8;
@@ -187,11 +196,16 @@ extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
     const int64_t tiles = stem_tiles(*a);
     const int64_t want = (int64_t)ig_sm_count() * 4;
     const dim3 grid((unsigned)(tiles < want ? tiles : want), (unsigned)((a->k + STEM_BN - 1) / STEM_BN));
-    switch (a->c) {
-    case 1: stem_kernel<1><<<grid, STEM_THREADS, 0, s>>>(*a); break;
-    case 2: stem_kernel<2><<<grid, STEM_THREADS, 0, s>>>(*a); break;
-    case 3: stem_kernel<3><<<grid, STEM_THREADS, 0, s>>>(*a); break;
-    default: stem_kernel<4><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    const int64_t kt = (a->k < STEM_BN ? a->k : STEM_BN) / 8; /* channel tiles of a block */
+    const int nt = kt <= 2 ? 2 : kt <= 4 ? 4 : 8;
+    switch (a->c * 16 + nt) {
+#define STEM_CASE(C, NT) \
+    case C * 16 + NT: stem_kernel<C, NT><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+        STEM_CASE(1, 2)
+        STEM_CASE(1, 4) STEM_CASE(1, 8) STEM_CASE(2, 2) STEM_CASE(2, 4) STEM_CASE(2, 8) STEM_CASE(3, 2) STEM_CASE(3, 4)
+            STEM_CASE(3, 8) STEM_CASE(4, 2) STEM_CASE(4, 4) STEM_CASE(4, 8)
+#undef STEM_CASE
+                default : return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }
