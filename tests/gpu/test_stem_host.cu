@@ -105,11 +105,11 @@ static void run_case(int trial)
     for (int by = 0; by < (a.k + STEM_BN - 1) / STEM_BN; by++) { /* blockIdx.y */
         const int n0 = by * STEM_BN;
         std::vector<__half> wsm(STEM_BN * STEM_LDW, __float2half(1e4f)); /* unwritten slots: loud */
-        for (int i = 0; i < STEM_BN * kp; i++) {
-            int slot;
-            const int64_t src = stem_filter_src(a, n0, i, slot);
-            wsm[(size_t)slot] = src >= 0 ? w[(size_t)src] : __float2half(0.f);
-        }
+        for (int nn = 0; nn < STEM_BN; nn++)
+            for (int k = 0; k < kp; k++) {
+                const int src = stem_filter_at(a, n0, nn, k);
+                wsm[(size_t)(nn * STEM_LDW + k)] = src >= 0 ? w[(size_t)src] : __float2half(0.f);
+            }
         const int ntiles = (a.k - n0 < STEM_BN ? a.k - n0 : STEM_BN) / 8;
         for (int tile = 0; tile < stem_tiles(a); tile++) {
             int n, oh, ow0, np;
@@ -124,19 +124,23 @@ static void run_case(int trial)
                 return;
             }
             /* the kernel's staging: column col of patch row r is slots 4 (r pw + col) .. + 3 */
-            for (int col = 0; col < pw; col++)
+            const unsigned rows_in = stem_rows_in(a, oh);
+            for (int col = 0; col < pw; col++) {
+                const unsigned in = stem_col_in(a, ow0, col, rows_in);
                 for (int r = 0; r < a.r; r++) {
-                    const int at = stem_patch_at(a, oh, ow0, r, col);
+                    const unsigned at = stem_px_at(a, oh, ow0, in, r, col);
                     const int64_t ih = oh * a.sh - a.ph + r, iw = ow0 * a.sw - a.pw + col;
-                    const bool in = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
-                    if ((at >= 0) != in || (in && at != ih * a.xs[2] + iw * a.xs[3])) {
-                        if (failures++ < 10) printf("FAIL trial %d: patch pixel (%d, %d) at %d\n", trial, r, col, at);
+                    const bool inside = ih >= 0 && ih < a.h && iw >= 0 && iw < a.w;
+                    if ((bool)(in >> r & 1) != inside || (inside && at != ih * a.xs[2] + iw * a.xs[3]) ||
+                        (!inside && at != 0)) {
+                        if (failures++ < 10) printf("FAIL trial %d: patch pixel (%d, %d) at %u\n", trial, r, col, at);
                         return;
                     }
                     for (int c = 0; c < 4; c++)
                         buf[(size_t)(4 * (r * pw + col) + c)] =
-                            at >= 0 && c < a.c ? x[(size_t)(n * a.xs[0] + at + c * a.xs[1])] : __float2half(0.f);
+                            inside && c < a.c ? x[(size_t)(n * a.xs[0] + at + c * a.xs[1])] : __float2half(0.f);
                 }
+            }
             std::vector<__half> out(STEM_BM * STEM_LDO, sentinel);
             for (int warp = 0; warp < STEM_WARPS; warp++) {
                 static float acc[2][STEM_BN / 8][32][4];

@@ -13,10 +13,18 @@
 
 #define STEM_THREADS (32 * STEM_WARPS)
 
-/* filter elements a thread loads before it stores them */
-#define STEM_WCHUNK 16
+/* filter rows staged a round */
+#define STEM_WROWS 8
 
 __device__ __forceinline__ uint32_t lds32(const __half *p) { return *(const uint32_t *)p; }
+
+/* p, computed once: without it the compiler folds the image's 64-bit offset into every load's address
+ * (five instructions a load where one multiply-add from p does) */
+template <typename T> __device__ __forceinline__ const T *opaque(const T *p)
+{
+    asm("mov.b64 %0, %0;" : "+l"(p));
+    return p;
+}
 
 /* C (1-4) is a template argument: a pixel's loads and the packing of its 4 slots are unrolled, with no
  * load of a channel that is not there. What the profile of the first versions said (ncu, ResNet-50's stem
@@ -45,7 +53,7 @@ __device__ __forceinline__ void stem_stage_out(const float (&acc)[2][NT][4], __h
 
 /* NT (2, 4 or 8): the channel tiles of 8 a block computes, the fewest that cover K's in a block; tiles
  * past K have zero filters, and only K's are written. */
-template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS) stem_kernel(const ig_stem_args a)
+template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem_kernel(const ig_stem_args a)
 {
     __shared__ __align__(16) __half wsm[STEM_BN * STEM_LDW];
     __shared__ int taps[STEM_MAX_KP / 4]; /* stem_tap of each tap for this tile's patch width */
@@ -55,30 +63,28 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS) stem_ke
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int n0 = blockIdx.y * STEM_BN, kp = stem_kp(a);
     const __half *b = (const __half *)a.b;
-    /* loads in flight STEM_WCHUNK at a time, as raw bits with a mask of which are real: a branch around a
-     * load, a select on its value or a store of it before the next load makes them wait for one
-     * another (the same below for the patch) */
+    /* the filters: rows STEM_WROWS at a time, each thread columns tid and tid + STEM_THREADS, every load
+     * of a round issued (raw bits, a mask of the real ones) before any is stored */
     const uint16_t *wr16 = (const uint16_t *)a.filt;
-    for (int i0 = 0; i0 < STEM_BN * kp; i0 += STEM_WCHUNK * STEM_THREADS) {
-        uint16_t v[STEM_WCHUNK];
+    static_assert(STEM_MAX_KP <= 2 * STEM_THREADS, "two filter columns a thread");
+    for (int n = 0; n < STEM_BN; n += STEM_WROWS) {
+        uint16_t v[STEM_WROWS][2];
         unsigned ok = 0;
 #pragma unroll
-        for (int u = 0; u < STEM_WCHUNK; u++) {
-            const int i = i0 + u * STEM_THREADS + tid;
-            int slot;
-            const int64_t src = i < STEM_BN * kp ? stem_filter_src(a, n0, i, slot) : -1;
-            ok |= (unsigned)(src >= 0) << u;
-            v[u] = wr16[src >= 0 ? src : 0]; /* always a load; element 0 exists */
-        }
+        for (int u = 0; u < STEM_WROWS; u++)
 #pragma unroll
-        for (int u = 0; u < STEM_WCHUNK; u++) {
-            const int i = i0 + u * STEM_THREADS + tid;
-            int slot;
-            if (i < STEM_BN * kp) {
-                stem_filter_src(a, n0, i, slot);
-                ((uint16_t *)wsm)[slot] = ok >> u & 1 ? v[u] : 0;
+            for (int h = 0; h < 2; h++) {
+                const int k = tid + h * STEM_THREADS, src = k < kp ? stem_filter_at(a, n0, n + u, k) : -1;
+                ok |= (unsigned)(src >= 0) << (2 * u + h);
+                v[u][h] = wr16[src >= 0 ? src : 0]; /* always a load; element 0 exists */
             }
-        }
+#pragma unroll
+        for (int u = 0; u < STEM_WROWS; u++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int k = tid + h * STEM_THREADS;
+                if (k < kp) ((uint16_t *)wsm)[(n + u) * STEM_LDW + k] = ok >> (2 * u + h) & 1 ? v[u][h] : 0;
+            }
     }
     /* output channel tiles of 8 this block computes (K need not fill STEM_BN) */
     const int ntiles = (a.k - n0 < STEM_BN ? a.k - n0 : STEM_BN) / 8;
@@ -90,35 +96,38 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS) stem_ke
             const int ch = n0 + j * 8 + 2 * t4 + e;
             bias[j][e] = b && ch < a.k ? __half2float(b[ch]) : 0.f;
         }
-    int coff[C]; /* channel c's offset from its pixel */
+    unsigned coff[C]; /* channel c's offset from its pixel (32-bit: stem_applies bounds the offsets) */
 #pragma unroll
-    for (int c = 0; c < C; c++) coff[c] = (int)(c * a.xs[1]);
+    for (int c = 0; c < C; c++) coff[c] = (unsigned)(c * a.xs[1]);
     const int tiles = stem_tiles(a);
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int n, oh, ow0, np;
         stem_tile(a, tile, n, oh, ow0, np);
         const int pw = stem_pw(a, np);
         __syncthreads(); /* the previous tile's outputs are written out; the filters are staged */
-        /* the patch: a thread takes columns tid, tid + STEM_THREADS, ... and loads a column's R pixels at
-         * once, from clamped addresses, as raw bits with a mask of the real ones, so they are in flight
-         * together; then a pixel's 4 slots (zeros past C and in the padding) as one 8-byte store */
-        const uint16_t *xn = (const uint16_t *)a.x + n * a.xs[0];
+        /* the patch (stem.cuh): a thread takes columns tid, tid + STEM_THREADS, ... and loads a column's R
+         * pixels at once, from offsets that are 0 in the padding, as raw bits, so they are in flight
+         * together; then a pixel's 4 slots (zeros past C and in the padding) as one 8-byte store. Each
+         * load's address is one multiply-add from the image's pointer (unsigned 32-bit offsets; 64-bit
+         * compares and address arithmetic took ~370 instructions a column before) */
+        const uint16_t *xn = opaque((const uint16_t *)a.x + n * a.xs[0]);
+        const unsigned rows_in = stem_rows_in(a, oh);
         for (int col = tid; col < pw; col += STEM_THREADS) {
+            const unsigned in = stem_col_in(a, ow0, col, rows_in);
             uint16_t v[STEM_MAX_R][C];
-            unsigned ok = 0;
 #pragma unroll
             for (int r = 0; r < STEM_MAX_R; r++) {
-                const int at = r < a.r ? stem_patch_at(a, oh, ow0, r, col) : -1;
-                ok |= (unsigned)(at >= 0) << r;
+                if (r >= a.r) break;
+                const unsigned at = stem_px_at(a, oh, ow0, in, r, col);
 #pragma unroll
-                for (int c = 0; c < C; c++) v[r][c] = xn[(at >= 0 ? at : 0) + coff[c]]; /* the image's 0 exists */
+                for (int c = 0; c < C; c++) v[r][c] = __ldg(xn + (at + coff[c]));
             }
 #pragma unroll
             for (int r = 0; r < STEM_MAX_R; r++) {
                 if (r >= a.r) break;
                 uint32_t w2[2] = {0u, 0u}; /* slots 0-1, 2-3 */
 #pragma unroll
-                for (int c = 0; c < C; c++) w2[c / 2] |= (ok >> r & 1 ? (uint32_t)v[r][c] : 0u) << (16 * (c % 2));
+                for (int c = 0; c < C; c++) w2[c / 2] |= (in >> r & 1 ? (uint32_t)v[r][c] : 0u) << (16 * (c % 2));
                 *(uint2 *)(buf + 4 * (r * pw + col)) = make_uint2(w2[0], w2[1]);
             }
         }
@@ -202,8 +211,9 @@ extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
 #define STEM_CASE(C, NT) \
     case C * 16 + NT: stem_kernel<C, NT><<<grid, STEM_THREADS, 0, s>>>(*a); break;
         STEM_CASE(1, 2)
-        STEM_CASE(1, 4) STEM_CASE(1, 8) STEM_CASE(2, 2) STEM_CASE(2, 4) STEM_CASE(2, 8) STEM_CASE(3, 2) STEM_CASE(3, 4)
-            STEM_CASE(3, 8) STEM_CASE(4, 2) STEM_CASE(4, 4) STEM_CASE(4, 8)
+        STEM_CASE(1, 4)
+        STEM_CASE(1, 8) STEM_CASE(2, 2) STEM_CASE(2, 4) STEM_CASE(2, 8) STEM_CASE(3, 2) STEM_CASE(3, 4) STEM_CASE(3, 8)
+            STEM_CASE(4, 2) STEM_CASE(4, 4) STEM_CASE(4, 8)
 #undef STEM_CASE
                 default : return cudaErrorInvalidValue;
     }

@@ -38,7 +38,7 @@
 #endif
 
 /* Whether the kernel takes this convolution (the lowering has made its padding symmetric). Offsets within
- * one image and tile numbers are 32-bit in the kernel. */
+ * one image or the filter and tile numbers are 32-bit in the kernel. */
 static inline __host__ __device__ bool stem_applies(const ig_stem_args &a)
 {
     if (!(a.c >= 1 && a.c <= 4 && a.k >= 8 && a.k % 8 == 0 && a.r >= 1 && a.r <= STEM_MAX_R && a.s >= 1 &&
@@ -48,7 +48,8 @@ static inline __host__ __device__ bool stem_applies(const ig_stem_args &a)
     for (int d = 1; d < 4; d++)
         if (a.xs[d] < 0) return false;
     const int64_t span = (a.c - 1) * a.xs[1] + (a.h - 1) * a.xs[2] + (a.w - 1) * a.xs[3];
-    return span < INT32_MAX && a.n * a.oh * ((a.ow + STEM_BM - 1) / STEM_BM) < INT32_MAX;
+    return span < INT32_MAX && a.n * a.oh * ((a.ow + STEM_BM - 1) / STEM_BM) < INT32_MAX &&
+           (int64_t)a.k * a.r * a.s * a.c < INT32_MAX;
 }
 
 /* The reduction's length: 4 * R * S rounded up to 16. */
@@ -72,14 +73,27 @@ IG_STEM_HD void stem_tile(const ig_stem_args &a, int t, int &n, int &oh, int &ow
 /* The patch of a tile of np pixels: R rows of pw(np) columns of 4 channels, row-major. */
 IG_STEM_HD int stem_pw(const ig_stem_args &a, int np) { return (np - 1) * a.sw + a.s; }
 
-/* Patch pixel (r, col) of the tile whose first output pixel is (oh, ow0): its offset in the image (channel
- * c at + c * xs[1]), -1 where it is padding. Its 4 channels (zeros past C) are the patch's slots
- * 4 (r pw + col) .. + 3. */
-IG_STEM_HD int stem_patch_at(const ig_stem_args &a, int oh, int ow0, int r, int col)
+/* The patch of the tile whose first output pixel is (oh, ow0): pixel (r, col) is input pixel (oh sh -
+ * ph + r, ow0 sw - pw + col), its 4 channels (zeros past C) slots 4 (r pw + col) .. + 3. Bit r of
+ * stem_rows_in: row r is inside the image; stem_col_in: those bits for column col (none where the
+ * column is padding); stem_px_at: the pixel's offset in the image (channel c at + c xs[1]) where its
+ * bit is set, else 0 (a pixel that exists: the kernel loads it and stores zeros). */
+IG_STEM_HD unsigned stem_rows_in(const ig_stem_args &a, int oh)
 {
-    const int ih = oh * a.sh - a.ph + r, iw = ow0 * a.sw - a.pw + col;
-    if (ih < 0 || ih >= a.h || iw < 0 || iw >= a.w) return -1;
-    return ih * (int)a.xs[2] + iw * (int)a.xs[3]; /* each term within the image's span (stem_applies) */
+    const int ih0 = oh * a.sh - a.ph;
+    unsigned m = 0;
+    for (int r = 0; r < STEM_MAX_R; r++) m |= (unsigned)(r < a.r && (unsigned)(ih0 + r) < (unsigned)a.h) << r;
+    return m;
+}
+IG_STEM_HD unsigned stem_col_in(const ig_stem_args &a, int ow0, int col, unsigned rows_in)
+{
+    return (unsigned)(ow0 * a.sw - a.pw + col) < (unsigned)a.w ? rows_in : 0u;
+}
+IG_STEM_HD unsigned stem_px_at(const ig_stem_args &a, int oh, int ow0, unsigned in, int r, int col)
+{
+    /* each term within the image's span (stem_applies) */
+    return in >> r & 1 ? (unsigned)((oh * a.sh - a.ph + r) * (int)a.xs[2] + (ow0 * a.sw - a.pw + col) * (int)a.xs[3])
+                       : 0u;
 }
 
 /* Where tap q = r * S + s starts in the patch (halves); taps past R * S (the padding of the reduction,
@@ -91,14 +105,14 @@ IG_STEM_HD int stem_tap(const ig_stem_args &a, int pw, int q)
     return (q / a.s * pw + q % a.s) * 4;
 }
 
-/* Staged filter element i (< STEM_BN * KP) of channel tile n0: its slot and its source in the KRSC
- * filter, -1 for a zero (a channel past K, a tap past R * S, a channel of input past C). */
-IG_STEM_HD int64_t stem_filter_src(const ig_stem_args &a, int n0, int i, int &slot)
+/* Staged filter row n (output channel n0 + n), reduction index k (tap k / 4, input channel k % 4): its
+ * offset in the KRSC filter, -1 for a zero (a channel past K, a tap past R * S, a channel of input past
+ * C). It goes to slot n * STEM_LDW + k of the staged filters. */
+IG_STEM_HD int stem_filter_at(const ig_stem_args &a, int n0, int n, int k)
 {
-    const int kp = stem_kp(a), n = i / kp, k = i % kp, q = k / 4, c = k % 4;
-    slot = n * STEM_LDW + k;
+    const int q = k / 4, c = k % 4;
     if (n0 + n >= a.k || q >= a.r * a.s || c >= a.c) return -1;
-    return ((int64_t)(n0 + n) * a.r * a.s + q) * a.c + c;
+    return ((n0 + n) * a.r * a.s + q) * a.c + c;
 }
 
 /* The half offset in the patch of the A element (pixel p of the tile, reduction index k): tap k / 4,
