@@ -177,8 +177,7 @@ static void run_case(int trial)
                                 bf[lane][0] = ld[lane][2 * (jj - j)];
                                 bf[lane][1] = ld[lane][2 * (jj - j) + 1];
                             }
-                            mma_host(acc[0][jj], af[0], bf);
-                            mma_host(acc[1][jj], af[1], bf);
+                            for (int i = 0; i < stem_warp_blocks(np, warp); i++) mma_host(acc[i][jj], af[i], bf);
                         }
                     }
                 }

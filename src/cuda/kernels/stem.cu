@@ -51,6 +51,37 @@ __device__ __forceinline__ void stem_stage_out(const float (&acc)[2][NT][4], __h
             }
 }
 
+/* A warp's products over the reduction: M (1 or 2) blocks of 16 pixels by NT channel tiles of 8. */
+template <int NT, int M>
+__device__ __forceinline__ void stem_products(float (&acc)[2][NT][4], const __half *buf, const int *taps,
+                                              const __half *wl, int pix0, int pix8, int pix16, int kp, int t4)
+{
+    for (int k0 = 0; k0 < kp; k0 += 16) {
+        const unsigned tq = (unsigned)(k0 + 2 * t4) / 4;
+        const int t0 = taps[tq], t2 = taps[tq + 2]; /* columns ka = k0 + 2 t4 and ka + 8 */
+        uint32_t af[M][4];
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            const __half *p = buf + pix0 + i * pix16;
+            af[i][0] = lds32(p + t0);
+            af[i][1] = lds32(p + t0 + pix8);
+            af[i][2] = lds32(p + t2);
+            af[i][3] = lds32(p + t2 + pix8);
+        }
+        /* B of two channel tiles per ldmatrix */
+#pragma unroll
+        for (int j = 0; j < NT; j += 2) {
+            uint32_t bf[4];
+            ldsm_x4(bf, wl + j * 8 * STEM_LDW + k0);
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                mma16816(acc[i][j], af[i], bf[0], bf[1]);
+                mma16816(acc[i][j + 1], af[i], bf[2], bf[3]);
+            }
+        }
+    }
+}
+
 /* NT (2, 4 or 8): the channel tiles of 8 a block computes, the fewest that cover K's in a block; tiles
  * past K have zero filters, and only K's are written. */
 template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem_kernel(const ig_stem_args a)
@@ -144,29 +175,13 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem
         /* this thread's pixels' offsets in the patch, and its channel pair (k % 4 = 2 * (t4 % 2)) */
         const int pix0 = pbase * a.sw * 4 + 2 * (t4 & 1), pix16 = 16 * a.sw * 4, pix8 = 8 * a.sw * 4;
         const __half *wl = wsm + stem_ldsm_b(lane, 0, 0);
-        for (int k0 = 0; k0 < kp; k0 += 16) {
-            const unsigned tq = (unsigned)(k0 + 2 * t4) / 4;
-            const int t0 = taps[tq], t2 = taps[tq + 2]; /* columns ka = k0 + 2 t4 and ka + 8 */
-            uint32_t af[2][4];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const __half *p = buf + pix0 + i * pix16;
-                af[i][0] = lds32(p + t0);
-                af[i][1] = lds32(p + t0 + pix8);
-                af[i][2] = lds32(p + t2);
-                af[i][3] = lds32(p + t2 + pix8);
-            }
-            /* B of two channel tiles per ldmatrix */
-#pragma unroll
-            for (int j = 0; j < NT; j += 2) {
-                uint32_t bf[4];
-                ldsm_x4(bf, wl + j * 8 * STEM_LDW + k0);
-                mma16816(acc[0][j], af[0], bf[0], bf[1]);
-                mma16816(acc[1][j], af[1], bf[0], bf[1]);
-                mma16816(acc[0][j + 1], af[0], bf[2], bf[3]);
-                mma16816(acc[1][j + 1], af[1], bf[2], bf[3]);
-            }
-        }
+        /* a warp's second 16 pixels are past the tile's (ResNet's rows of 112 pixels in tiles of 128):
+         * their products skipped, which frees issue slots for the SM's other warps */
+        const int mb = stem_warp_blocks(np, warp);
+        if (mb == 2)
+            stem_products<NT, 2>(acc, buf, taps, wl, pix0, pix8, pix16, kp, t4);
+        else if (mb == 1)
+            stem_products<NT, 1>(acc, buf, taps, wl, pix0, pix8, pix16, kp, t4);
         __syncthreads(); /* every warp is done with the patch: the outputs take its place */
         if (a.relu)      /* one branch a tile, not one a value */
             stem_stage_out<NT, true>(acc, buf, pbase, t4);
@@ -212,8 +227,9 @@ extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
     case C * 16 + NT: stem_kernel<C, NT><<<grid, STEM_THREADS, 0, s>>>(*a); break;
         STEM_CASE(1, 2)
         STEM_CASE(1, 4)
-        STEM_CASE(1, 8) STEM_CASE(2, 2) STEM_CASE(2, 4) STEM_CASE(2, 8) STEM_CASE(3, 2) STEM_CASE(3, 4) STEM_CASE(3, 8)
-            STEM_CASE(4, 2) STEM_CASE(4, 4) STEM_CASE(4, 8)
+        STEM_CASE(1, 8)
+        STEM_CASE(2, 2) STEM_CASE(2, 4) STEM_CASE(2, 8) STEM_CASE(3, 2) STEM_CASE(3, 4) STEM_CASE(3, 8) STEM_CASE(4, 2)
+            STEM_CASE(4, 4) STEM_CASE(4, 8)
 #undef STEM_CASE
                 default : return cudaErrorInvalidValue;
     }

@@ -123,6 +123,14 @@ IG_STEM_HD int stem_a_at(const ig_stem_args &a, int pw, int p, int k)
     return stem_tap(a, pw, k / 4) + p * a.sw * 4 + k % 4;
 }
 
+/* Blocks of 16 pixels warp w multiplies in a tile of np pixels: 2, or 1 when its second block is past np
+ * (ResNet's rows of 112 pixels), 0 when the whole warp is. */
+IG_STEM_HD int stem_warp_blocks(int np, int w)
+{
+    const int wp = np - w * 32;
+    return wp > 16 ? 2 : wp > 0 ? 1 : 0;
+}
+
 /* The row of wsm that lane gives ldmatrix.x4 for the B fragments of channel tiles j and j + 1 at
  * reduction k0: matrices 0-3 are (j, k0..+7), (j, k0+8..+15), (j+1, k0..), (j+1, k0+8..); lane l
  * addresses row l % 8 of matrix l / 8 (halves from wsm). */
