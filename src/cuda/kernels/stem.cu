@@ -211,6 +211,15 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem
     }
 }
 
+template <int C> static void stem_launch(int nt, dim3 grid, const ig_stem_args *a, cudaStream_t s)
+{
+    switch (nt) {
+    case 2: stem_kernel<C, 2><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    case 4: stem_kernel<C, 4><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    default: stem_kernel<C, 8><<<grid, STEM_THREADS, 0, s>>>(*a); break;
+    }
+}
+
 extern "C" int ingot_cuda_stem_applies(const ig_stem_args *a) { return stem_applies(*a) ? 1 : 0; }
 
 extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
@@ -222,16 +231,11 @@ extern "C" cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s)
     const dim3 grid((unsigned)(tiles < want ? tiles : want), (unsigned)((a->k + STEM_BN - 1) / STEM_BN));
     const int64_t kt = (a->k < STEM_BN ? a->k : STEM_BN) / 8; /* channel tiles of a block */
     const int nt = kt <= 2 ? 2 : kt <= 4 ? 4 : 8;
-    switch (a->c * 16 + nt) {
-#define STEM_CASE(C, NT) \
-    case C * 16 + NT: stem_kernel<C, NT><<<grid, STEM_THREADS, 0, s>>>(*a); break;
-        STEM_CASE(1, 2)
-        STEM_CASE(1, 4)
-        STEM_CASE(1, 8)
-        STEM_CASE(2, 2) STEM_CASE(2, 4) STEM_CASE(2, 8) STEM_CASE(3, 2) STEM_CASE(3, 4) STEM_CASE(3, 8) STEM_CASE(4, 2)
-            STEM_CASE(4, 4) STEM_CASE(4, 8)
-#undef STEM_CASE
-                default : return cudaErrorInvalidValue;
+    switch (a->c) {
+    case 1: stem_launch<1>(nt, grid, a, s); break;
+    case 2: stem_launch<2>(nt, grid, a, s); break;
+    case 3: stem_launch<3>(nt, grid, a, s); break;
+    default: stem_launch<4>(nt, grid, a, s); break;
     }
     return cudaGetLastError();
 }
