@@ -184,14 +184,14 @@ IG_HD float pool_out(const ig_pool_args &a, float acc, int h0, int w0)
 }
 
 /* Thread t of a channels-last pooling: channels c .. c + V - 1 of output pixel (n, oh, ow). */
-template <int V, typename I> struct pool_px {
+template <typename I> struct pool_px {
     I n, c;
     int oh, ow;
 };
-template <int V, typename I> IG_HD pool_px<V, I> pool_cl_at(const ig_pool_args &a, I t)
+template <int V, typename I> IG_HD pool_px<I> pool_cl_at(const ig_pool_args &a, I t)
 {
     const I cv = (I)a.c / V;
-    pool_px<V, I> q;
+    pool_px<I> q;
     q.c = t % cv * V;
     t /= cv;
     q.ow = (int)(t % (I)a.ow);
@@ -209,7 +209,7 @@ template <int V, typename I> IG_HD void pool_cl_maxh(const ig_pool_args &a, I t)
 {
     static_assert(V % 2 == 0, "channel pairs");
     typedef typename vbytes<V * 2>::t U;
-    const pool_px<V, I> q = pool_cl_at<V, I>(a, t);
+    const pool_px<I> q = pool_cl_at<V, I>(a, t);
     const int h0 = q.oh * a.sh - a.ph, w0 = q.ow * a.sw - a.pw;
     const __half *x = (const __half *)a.x + q.n * (I)a.xs[0] + q.c * (I)a.xs[1];
     const uint16_t ninf_bits = 0xFC00;
@@ -245,7 +245,7 @@ template <int V, typename I> IG_HD void pool_cl_maxh(const ig_pool_args &a, I t)
  * serves any layout. */
 template <typename T, int V, typename I> IG_HD void pool_cl(const ig_pool_args &a, I t)
 {
-    const pool_px<V, I> q = pool_cl_at<V, I>(a, t);
+    const pool_px<I> q = pool_cl_at<V, I>(a, t);
     const I c = q.c, n = q.n;
     const int oh = q.oh, ow = q.ow;
     const int h0 = oh * a.sh - a.ph, w0 = ow * a.sw - a.pw;

@@ -26,11 +26,6 @@ template <typename T> __device__ __forceinline__ const T *opaque(const T *p)
     return p;
 }
 
-/* C (1-4) is a template argument: a pixel's loads and the packing of its 4 slots are unrolled, with no
- * load of a channel that is not there. What the profile of the first versions said (ncu, ResNet-50's stem
- * at b256): 0.55 instructions issued per cycle and scheduler, stalled on integer dependencies: 64-bit
- * divisions per tile and per patch pixel, ~3400 instructions a warp per tile against ~700 for its
- * products. Here a tile's addresses are 32-bit offsets from row and column, with no division. */
 /* A warp's outputs (32 pixels x NT channel tiles) into the staging buffer, the bias already in acc. */
 template <int NT, bool RELU>
 __device__ __forceinline__ void stem_stage_out(const float (&acc)[2][NT][4], __half *buf, int pbase, int t4)
@@ -82,8 +77,13 @@ __device__ __forceinline__ void stem_products(float (&acc)[2][NT][4], const __ha
     }
 }
 
-/* NT (2, 4 or 8): the channel tiles of 8 a block computes, the fewest that cover K's in a block; tiles
- * past K have zero filters, and only K's are written. */
+/* C (1-4) is a template argument: a pixel's loads and the packing of its 4 slots are unrolled, with no
+ * load of a channel that is not there. NT (2, 4 or 8): the channel tiles of 8 a block computes, the
+ * fewest that cover K's in a block; tiles past K have zero filters, and only K's are written. What ncu
+ * said of the first versions (ResNet-50's stem at b256): 0.55 instructions issued per cycle and
+ * scheduler, stalled on integer dependencies (64-bit divisions and address arithmetic per tile, patch
+ * pixel and filter element), ~3,400 instructions a warp per tile against ~600 for its products; now
+ * ~1,700 (docs/CUDA.md). */
 template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem_kernel(const ig_stem_args a)
 {
     __shared__ __align__(16) __half wsm[STEM_BN * STEM_LDW];

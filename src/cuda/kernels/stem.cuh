@@ -11,8 +11,9 @@
  * A block holds STEM_BN output channels' filters in shared memory and walks tiles of STEM_BM pixels of
  * one output row: it stages the input patch the tile reads (R rows x the columns the tile spans x 4
  * channels, zeros for padding), then each of its STEM_WARPS warps multiplies 32 pixels by the STEM_BN
- * channels; the results go through shared memory again so that rows of the output are written in
- * 16-byte pieces.
+ * channels (A fragments from the patch through a table of tap offsets, B by ldmatrix); the results go
+ * through shared memory again so that rows of the output are written in 16-byte pieces. ResNet-50's stem
+ * at batch 256 on the H200: 448 us under ncu against cuDNN's ~600 (2026-12-02, docs/CUDA.md).
  */
 #ifndef INGOT_STEM_CUH
 #define INGOT_STEM_CUH
