@@ -616,14 +616,15 @@ template <typename T, int V, typename I> __global__ void dwconv_cl_kernel(const 
     if (t < threads) dwconv_cl<T, V, I>(a, t);
 }
 
-/* INGOT_CUDA_DWCONV_STRIP=0 keeps one pixel per thread (to compare the two; read once per process). */
-static bool dwconv_strip_enabled(void)
+/* INGOT_CUDA_DWCONV_STRIP=0 keeps one pixel per thread, =force takes strips wherever they apply, however
+ * small the grid (the test cases are too small for strips otherwise); read once per process. */
+static int dwconv_strip_mode(void) /* 0 off, 1 by size, 2 forced */
 {
-    static const bool on = [] {
+    static const int mode = [] {
         const char *v = getenv("INGOT_CUDA_DWCONV_STRIP");
-        return !(v && v[0] == '0');
+        return v && v[0] == '0' ? 0 : v && strcmp(v, "force") == 0 ? 2 : 1;
     }();
-    return on;
+    return mode;
 }
 
 /* Threads the GPU holds at once (multiprocessors x 2048). */
@@ -656,8 +657,9 @@ static dw_plan plan_dwconv(const ig_dwconv_args *a)
         /* strips of 4 pixels for the common shapes: 3x3, 5x5 and 7x7 filters, stride 1 or 2, no dilation,
          * where a pixel a thread would fill the GPU twice over: a strip a thread has a quarter of the
          * threads, which a small grid (MobileNetV2 at batch 1: 0.277 -> 0.313 ms) cannot spare */
+        const int mode = dwconv_strip_mode();
         p.kind = a->dh == 1 && a->dw == 1 && (a->sw == 1 || a->sw == 2) && (a->kw == 3 || a->kw == 5 || a->kw == 7) &&
-                         total / 8 >= 2 * resident_threads() && dwconv_strip_enabled()
+                         (mode == 2 || (mode == 1 && total / 8 >= 2 * resident_threads()))
                      ? 2
                      : 1;
         p.v = 8;
