@@ -629,6 +629,24 @@ def fmt(x, p=3):
     return "-" if x is None else f"{x:.{p}f}"
 
 
+def targets(results, g, n_ok, n_num):
+    """Issue 10's targets on these results: every model built with numerics ok, none below 1.0x PyTorch
+    (batch 1: latency vs PyTorch + CUDA graph; the large batch: throughput), geometric means >= 1.3 at
+    batch 1 and >= 1.2 at the large batch."""
+    below = []
+    for r in results:
+        for b, bb in sorted(r["bench"].items(), key=lambda kv: int(kv[0])):
+            ratio = bb.get("latency_ratio_vs_graph") if b == "1" else bb.get("throughput_ratio")
+            if ratio is not None and ratio < 1.0:
+                below.append(f"{r['model']} b{b} {ratio:.2f}")
+    g1, gl = g["batch1"]["latency_ratio_vs_graph"], g["large"]["throughput_ratio"]
+    ok = (n_ok == len(results) and n_num == len(results) and not below and g1 is not None and g1 >= 1.3
+          and gl is not None and gl >= 1.2)
+    return [f"below 1.0x: {', '.join(below) if below else 'none'}",
+            f"issue 10's zoo targets (all built and numerics ok, none below 1.0x, geometric means >= 1.3 at "
+            f"batch 1 and >= 1.2 at the large batch): {'met' if ok else 'NOT met'} on these {len(results)} models"]
+
+
 def table(results, title=""):
     """The markdown table (one row per model and batch), the geometric means and the failures."""
     L = []
@@ -659,6 +677,7 @@ def table(results, title=""):
     n_ok = sum(1 for r in results if verdicts(r)[0] == "ok")
     n_num = sum(1 for r in results if r["numerics"] and all(n.get("ok") for n in r["numerics"].values()))
     L.append(f"{len(results)} models: {n_ok} built, {n_num} numerics ok")
+    L += targets(results, g, n_ok, n_num)
     L += time_by_kind(results)
     L += diagnoses(results)
     fails = [(r["model"], e) for r in results for e in r["errors"]]
