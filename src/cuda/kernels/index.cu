@@ -178,6 +178,14 @@ static unsigned ix_blocks(int64_t n)
     return (unsigned)(b < 65536 ? (b > 0 ? b : 1) : 65536);
 }
 
+template <typename E> static void ix_launch_moves(bool rows, unsigned grid, const ig_index_args *a, cudaStream_t s)
+{
+    if (rows)
+        ix_elements_rows<E><<<grid, IX_BLOCK, 0, s>>>(*a);
+    else
+        ix_move<E><<<grid, IX_BLOCK, 0, s>>>(*a);
+}
+
 extern "C" cudaError_t ingot_cuda_index(const ig_index_args *a, cudaStream_t s)
 {
     if (a->n <= 0) return cudaSuccess;
@@ -193,24 +201,20 @@ extern "C" cudaError_t ingot_cuda_index(const ig_index_args *a, cudaStream_t s)
         }
         return cudaGetLastError();
     }
-    if (a->op == IG_IX_GATHER_ELEMENTS || a->op == IG_IX_SCATTER_ELEMENTS) {
+    /* the others move raw bytes: one kernel instance per element size, GatherElements / ScatterElements
+     * by rows (their grid in rows), the rest element by element */
+    const bool rows = a->op == IG_IX_GATHER_ELEMENTS || a->op == IG_IX_SCATTER_ELEMENTS;
+    unsigned grid = g;
+    if (rows) {
         if (a->rank < 1) return cudaErrorInvalidValue;
-        const int64_t rows = a->n / a->dims[a->rank - 1], per = IX_BLOCK / ix_row_width(*a);
-        const unsigned gr = ix_blocks((rows + per - 1) / per * IX_BLOCK);
-        switch (a->esize) {
-        case 1: ix_elements_rows<uint8_t><<<gr, IX_BLOCK, 0, s>>>(*a); break;
-        case 2: ix_elements_rows<uint16_t><<<gr, IX_BLOCK, 0, s>>>(*a); break;
-        case 4: ix_elements_rows<uint32_t><<<gr, IX_BLOCK, 0, s>>>(*a); break;
-        case 8: ix_elements_rows<unsigned long long><<<gr, IX_BLOCK, 0, s>>>(*a); break;
-        default: return cudaErrorInvalidValue;
-        }
-        return cudaGetLastError();
+        const int64_t n_rows = a->n / a->dims[a->rank - 1], per = IX_BLOCK / ix_row_width(*a);
+        grid = ix_blocks((n_rows + per - 1) / per * IX_BLOCK);
     }
     switch (a->esize) {
-    case 1: ix_move<uint8_t><<<g, IX_BLOCK, 0, s>>>(*a); break;
-    case 2: ix_move<uint16_t><<<g, IX_BLOCK, 0, s>>>(*a); break;
-    case 4: ix_move<uint32_t><<<g, IX_BLOCK, 0, s>>>(*a); break;
-    case 8: ix_move<unsigned long long><<<g, IX_BLOCK, 0, s>>>(*a); break;
+    case 1: ix_launch_moves<uint8_t>(rows, grid, a, s); break;
+    case 2: ix_launch_moves<uint16_t>(rows, grid, a, s); break;
+    case 4: ix_launch_moves<uint32_t>(rows, grid, a, s); break;
+    case 8: ix_launch_moves<unsigned long long>(rows, grid, a, s); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

@@ -183,22 +183,40 @@ IG_HD float pool_out(const ig_pool_args &a, float acc, int h0, int w0)
     return n ? acc / (float)n : 0.f;
 }
 
-/* Thread t of a channels-last pooling: channels c .. c + V - 1 of output pixel (n, oh, ow). */
+/* Thread t of a channels-last pooling: channels c .. c + V - 1 of output pixel (n, oh, ow), its window's
+ * first tap (h0, w0), and the offsets of channel c at image n in x and of the outputs in y. */
 template <typename I> struct pool_px {
-    I n, c;
-    int oh, ow;
+    int h0, w0;
+    I x0, y0;
 };
 template <int V, typename I> IG_HD pool_px<I> pool_cl_at(const ig_pool_args &a, I t)
 {
     const I cv = (I)a.c / V;
-    pool_px<I> q;
-    q.c = t % cv * V;
+    const I c = t % cv * V;
     t /= cv;
-    q.ow = (int)(t % (I)a.ow);
+    const int ow = (int)(t % (I)a.ow);
     t /= (I)a.ow;
-    q.oh = (int)(t % (I)a.oh);
-    q.n = t / (I)a.oh;
+    const int oh = (int)(t % (I)a.oh);
+    const I n = t / (I)a.oh;
+    pool_px<I> q;
+    q.h0 = oh * a.sh - a.ph, q.w0 = ow * a.sw - a.pw;
+    q.x0 = n * (I)a.xs[0] + c * (I)a.xs[1];
+    q.y0 = n * (I)a.ys[0] + c * (I)a.ys[1] + oh * (I)a.ys[2] + ow * (I)a.ys[3];
     return q;
+}
+
+/* f(offset in x) for each tap of q's window that lies inside the input. */
+template <typename I, typename F> IG_HD void pool_taps(const ig_pool_args &a, const pool_px<I> &q, F &&f)
+{
+    for (int i = 0; i < a.kh; i++) {
+        const int ih = q.h0 + i * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
+        for (int j = 0; j < a.kw; j++) {
+            const int iw = q.w0 + j * a.dw;
+            if (iw < 0 || iw >= a.w) continue;
+            f(q.x0 + ih * (I)a.xs[2] + iw * (I)a.xs[3]);
+        }
+    }
 }
 
 /* The max of fp16 channels-last windows two channels an instruction, in half precision: a max is
@@ -210,32 +228,24 @@ template <int V, typename I> IG_HD void pool_cl_maxh(const ig_pool_args &a, I t)
     static_assert(V % 2 == 0, "channel pairs");
     typedef typename vbytes<V * 2>::t U;
     const pool_px<I> q = pool_cl_at<V, I>(a, t);
-    const int h0 = q.oh * a.sh - a.ph, w0 = q.ow * a.sw - a.pw;
-    const __half *x = (const __half *)a.x + q.n * (I)a.xs[0] + q.c * (I)a.xs[1];
+    const __half *x = (const __half *)a.x;
     const uint16_t ninf_bits = 0xFC00;
     __half ninf;
     memcpy(&ninf, &ninf_bits, sizeof ninf);
     __half2 acc[V / 2];
 #pragma unroll
     for (int k = 0; k < V / 2; k++) acc[k] = __halves2half2(ninf, ninf);
-    for (int i = 0; i < a.kh; i++) {
-        const int ih = h0 + i * a.dh;
-        if (ih < 0 || ih >= a.h) continue;
-        for (int j = 0; j < a.kw; j++) {
-            const int iw = w0 + j * a.dw;
-            if (iw < 0 || iw >= a.w) continue;
-            const __half *p = x + ih * (I)a.xs[2] + iw * (I)a.xs[3];
-            IG_VEC_ALIGNED(p, sizeof(U));
-            const U u = *(const U *)p;
-            __half2 h[V / 2];
-            memcpy(h, &u, sizeof u);
+    pool_taps(a, q, [&](I off) {
+        IG_VEC_ALIGNED(x + off, sizeof(U));
+        const U u = *(const U *)(x + off);
+        __half2 h[V / 2];
+        memcpy(h, &u, sizeof u);
 #pragma unroll
-            for (int k = 0; k < V / 2; k++) acc[k] = __hmax2_nan(acc[k], h[k]);
-        }
-    }
+        for (int k = 0; k < V / 2; k++) acc[k] = __hmax2_nan(acc[k], h[k]);
+    });
     U u;
     memcpy(&u, acc, sizeof u);
-    __half *y = (__half *)a.y + q.n * (I)a.ys[0] + q.c * (I)a.ys[1] + q.oh * (I)a.ys[2] + q.ow * (I)a.ys[3];
+    __half *y = (__half *)a.y + q.y0;
     IG_VEC_ALIGNED(y, sizeof(U));
     *(U *)y = u;
 }
@@ -246,28 +256,19 @@ template <int V, typename I> IG_HD void pool_cl_maxh(const ig_pool_args &a, I t)
 template <typename T, int V, typename I> IG_HD void pool_cl(const ig_pool_args &a, I t)
 {
     const pool_px<I> q = pool_cl_at<V, I>(a, t);
-    const I c = q.c, n = q.n;
-    const int oh = q.oh, ow = q.ow;
-    const int h0 = oh * a.sh - a.ph, w0 = ow * a.sw - a.pw;
-    const T *x = (const T *)a.x + n * (I)a.xs[0] + c * (I)a.xs[1];
+    const T *x = (const T *)a.x;
     float acc[V];
 #pragma unroll
     for (int k = 0; k < V; k++) acc[k] = a.is_max ? -INFINITY : 0.f;
-    for (int i = 0; i < a.kh; i++) {
-        const int ih = h0 + i * a.dh;
-        if (ih < 0 || ih >= a.h) continue;
-        for (int j = 0; j < a.kw; j++) {
-            const int iw = w0 + j * a.dw;
-            if (iw < 0 || iw >= a.w) continue;
-            float v[V];
-            vload<T, V>(x + ih * (I)a.xs[2] + iw * (I)a.xs[3], v);
+    pool_taps(a, q, [&](I off) {
+        float v[V];
+        vload<T, V>(x + off, v);
 #pragma unroll
-            for (int k = 0; k < V; k++) acc[k] = pool_add(a.is_max, acc[k], v[k]);
-        }
-    }
+        for (int k = 0; k < V; k++) acc[k] = pool_add(a.is_max, acc[k], v[k]);
+    });
 #pragma unroll
-    for (int k = 0; k < V; k++) acc[k] = pool_out(a, acc[k], h0, w0);
-    vstore<T, V>((T *)a.y + n * (I)a.ys[0] + c * (I)a.ys[1] + oh * (I)a.ys[2] + ow * (I)a.ys[3], acc);
+    for (int k = 0; k < V; k++) acc[k] = pool_out(a, acc[k], q.h0, q.w0);
+    vstore<T, V>((T *)a.y + q.y0, acc);
 }
 
 /* y not channels-last (NCHW): a thread takes a strip of TW neighbouring output pixels of one row,
