@@ -16,10 +16,64 @@ static bool layout_fits(const ig_cu_tensor *t, int layout)
     return layout == SLOT_NHWC ? ig__lw_nhwc(t) : ig__cu_tensor_contig(t);
 }
 
+/* Concat a's inputs are the first inputs of Concat b, along the same axis (DenseNet: each layer
+ * concatenates every feature map so far, so each Concat is a prefix of the block's last). */
+static bool concat_prefix(const ig_lower *L, int32_t a, int32_t b)
+{
+    const ig_node *na = ig__lw_node(L, a), *nb = ig__lw_node(L, b);
+    if (na->op != IG_OP_concat || nb->op != IG_OP_concat || na->n_inputs > nb->n_inputs) return false;
+    int64_t d[IG_MAX_RANK];
+    int32_t ra = ig__lw_value_dims(L, na->outputs[0], d), rb = ig__lw_value_dims(L, nb->outputs[0], d);
+    if (ra != rb ||
+        ig__lw_norm_axis(ig__attr_int(na, "axis", 0), ra) != ig__lw_norm_axis(ig__attr_int(nb, "axis", 0), rb))
+        return false;
+    for (int32_t i = 0; i < na->n_inputs; i++)
+        if (na->inputs[i] != nb->inputs[i]) return false;
+    return true;
+}
+
+/* The Concat whose output v is written into: its one consumer when that is a Concat; or, when every
+ * consumer is a Concat and each is a prefix of one of them, that one -- the smaller Concats are then
+ * views of its leading slices (concat_prefix_view), and no input is copied twice. -1: none. */
+static int32_t concat_home(const ig_lower *L, int32_t v)
+{
+    int32_t c = ig__lw_sole_consumer(L, v);
+    if (c >= 0) return ig__lw_node(L, c)->op == IG_OP_concat ? c : -1;
+    if (v < 0 || L->is_output[v] || ig__lw_n_cons(L, v) < 2) return -1;
+    int32_t big = -1;
+    for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1]; i++) {
+        int32_t u = L->cons[i];
+        if (ig__lw_node(L, u)->op != IG_OP_concat) return -1;
+        if (big < 0 || ig__lw_node(L, u)->n_inputs > ig__lw_node(L, big)->n_inputs) big = u;
+    }
+    for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1]; i++)
+        if (!concat_prefix(L, L->cons[i], big)) return -1;
+    return big;
+}
+
+/* Concat id as the leading slice of the Concat it is a prefix of, when that one's output is placed
+ * already (its first input's producer placed it: concat_home), else -1. */
+static int32_t concat_prefix_view(ig_lower *L, int32_t id)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    int32_t yv = n->outputs[0];
+    if (n->n_inputs < 1 || n->inputs[0] < 0 || L->is_output[yv] || concat_home(L, yv) >= 0) return -1;
+    int32_t big = concat_home(L, n->inputs[0]);
+    if (big < 0 || big == id || !concat_prefix(L, id, big) || L->concat_y[big] < 0) return -1;
+    int64_t od[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, yv, od), ax = ig__lw_norm_axis(ig__attr_int(n, "axis", 0), orank);
+    ig_cu_tensor part = *ig__lw_T(L, L->concat_y[big]);
+    if (part.rank != orank || part.dtype != ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype)) return -1;
+    for (int32_t k = 0; k < orank; k++)
+        if (k != ax && part.dims[k] != od[k]) return -1;
+    part.dims[ax] = od[ax];
+    return ig__lw_tensor(L, part.buf, part.dtype, part.rank, part.dims, part.strides, part.offset);
+}
+
 int32_t ig__lw_concat_slot(ig_lower *L, int32_t v, int32_t t)
 {
-    int32_t c = L->concat_y && v >= 0 ? ig__lw_sole_consumer(L, v) : -1;
-    if (c < 0 || ig__lw_node(L, c)->op != IG_OP_concat) return t;
+    int32_t c = L->concat_y && v >= 0 ? concat_home(L, v) : -1;
+    if (c < 0) return t;
     const ig_node *n = ig__lw_node(L, c);
     int32_t yv = n->outputs[0];
     int64_t od[IG_MAX_RANK], vd[IG_MAX_RANK];
@@ -75,6 +129,7 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id)
      * and pools after it copied it back: GoogLeNet's MaxPool after each Concat took the scalar NCHW
      * kernel, 26x off its bandwidth bound) */
     int32_t yt = L->concat_y ? L->concat_y[id] : -1;
+    const bool prefix = yt < 0 && L->concat_y && (yt = concat_prefix_view(L, id)) >= 0;
     if (yt < 0) {
         bool nhwc = orank == 4;
         for (int32_t i = 0; i < n->n_inputs && nhwc; i++) {
@@ -105,6 +160,9 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id)
         if (pt < 0) return ig__lw_oom(L);
         ingot_status st = ig__lw_copy(L, id, NULL, ut, pt, 0);
         if (st != INGOT_OK) return st;
+        /* in a prefix view the copy is in the larger Concat's place: the later Concats (u's only
+         * consumers, concat_home) find it there and copy it no more */
+        if (prefix) L->p->val_tensor[u] = pt;
     }
     L->p->val_tensor[yv] = yt;
     return INGOT_OK;

@@ -691,6 +691,34 @@ def case_mixed_concat():
     return g.model([inp], [out_info(["batch", 21, 12, 12])]), {"input": (2, 3, 12, 12)}, {"max_ew_steps": 11}
 
 
+def case_dense_block():
+    """torchvision DenseNet's dense block: layer i concatenates every feature map so far (the first a
+    MaxPool's output, then each layer's growth of 6 channels: slices at unaligned offsets), BatchNorm and
+    Relu on the Concat (not foldable), a 1x1 and a 3x3 convolution; the transition's BN/Relu/AvgPool on the
+    last Concat. Each Concat is a prefix of the last (src/cuda/lower_movement.c, concat_home), so no
+    input is copied more than once: max_ew_steps fails the lowering check when the copies per Concat come
+    back (DenseNet-121 lowered 661 elementwise steps, most of them such copies)."""
+    g = G()
+    x = g.op("Relu", [conv_bn(g, "input", 3, 16, 3)])
+    feats, c = [g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], 16  # [B,16,8,8]
+    for _ in range(5):
+        cat = g.op("Concat", list(feats), axis=1)
+        y = g.op("Relu", [g.op("BatchNormalization", [cat, g.w(1 + 0.1 * randw(c, scale=1)),
+                                                      g.w(0.1 * randw(c, scale=1)), g.w(0.1 * randw(c, scale=1)),
+                                                      g.w(np.abs(1 + 0.1 * randw(c, scale=1)))], epsilon=1e-5)])
+        y = g.op("Relu", [conv_bn(g, y, c, 24, 1)])
+        feats.append(conv_bn(g, y, 24, 6, 3, bn=False))
+        c += 6
+    cat = g.op("Concat", list(feats), axis=1)                                          # 46 channels
+    y = g.op("Relu", [g.op("BatchNormalization", [cat, g.w(1 + 0.1 * randw(c, scale=1)),
+                                                  g.w(0.1 * randw(c, scale=1)), g.w(0.1 * randw(c, scale=1)),
+                                                  g.w(np.abs(1 + 0.1 * randw(c, scale=1)))], epsilon=1e-5)])
+    g.op("AveragePool", [conv_bn(g, y, c, 24, 1, bn=False)], kernel_shape=[2, 2], strides=[2, 2])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 16, 16])
+    return g.model([inp], [out_info(["batch", 24, 4, 4])]), {"input": (2, 3, 16, 16)}, {"max_ew_steps": 13}
+
+
 def case_poolformer_block(c=36):
     """timm poolformer's token mixer, x + ls * (AvgPool3x3(n) - n), n = GroupNorm(1 group) of x as torch
     exports it (Reshape to [B, 1, -1], InstanceNormalization, Reshape back, Mul, Add), over a patch
@@ -1181,6 +1209,7 @@ CASES = {
     "pool_c5": lambda: case_pool_layouts(5, 7, 12),
     "inception_block": case_inception_block,
     "mixed_concat": case_mixed_concat,
+    "dense_block": case_dense_block,
     "poolformer_block": case_poolformer_block,
     "poolformer_block_c64": lambda: case_poolformer_block(64),
     "dwconv_layouts": case_dwconv_layouts,
