@@ -12,6 +12,11 @@
  * faster. INGOT_CUDA_STEM=off leaves it out; =force takes it wherever it applies (tuned or not: the GPU
  * tests use that to check it).
  *
+ * A step may carry a max pool fused after the convolution (cv->pool_y, from ingot.FusedConv's "pool"):
+ * every candidate then runs the conv into y and the pool from y (so the race times both), and the stem
+ * kernel's pooled form (IG_CONV_ALGO_STEM_POOL) is one more candidate that writes the pooled output
+ * without y's round trip through memory.
+ *
  * Channels-last fp16 tensors take cuDNN's tensor-core kernels (CUDNN_TENSOR_OP_MATH, fp32 accumulation).
  * float32 convolutions are held to CUDNN_FMA_MATH, so no TF32 creeps in: fp32 results stay within 1e-3
  * of the CPU reference.
@@ -26,8 +31,10 @@
 
 #define CONV_CANDIDATES 8
 
-/* the algorithm number of ingot's stem kernel: past cuDNN's in both directions */
-#define IG_CONV_ALGO_STEM 1000
+/* the algorithm numbers of ingot's stem kernel, and of its pooled form (a step with a pool fused,
+ * whose other candidates run the pool after the conv): past cuDNN's in both directions */
+#define IG_CONV_ALGO_STEM      1000
+#define IG_CONV_ALGO_STEM_POOL 1001
 
 struct ig_cu_conv_prep {
     cudnnTensorDescriptor_t x, y, b;
@@ -40,8 +47,9 @@ struct ig_cu_conv_prep {
     size_t ws_plan; /* workspace planned for the step */
     bool tuned;
     bool stem;      /* the stem kernel takes the problem (the geometry in stem_args) */
-    bool stem_only; /* ... and INGOT_CUDA_STEM=force: no other candidate */
-    ig_stem_args stem_args;
+    bool stem_pool; /* ... and its pooled form the conv and the step's pool (stem_pool_args) */
+    bool stem_only; /* ... and INGOT_CUDA_STEM=force: no other candidate (the pooled form where it applies) */
+    ig_stem_args stem_args, stem_pool_args;
     char key[IG_CU_ALGO_KEY]; /* the problem, for the engine's algorithm table (algos.c) */
 };
 
@@ -83,7 +91,23 @@ static bool stem_takes(const ig_cu_prog *p, const ig_cu_conv *cv, bool krsc, str
     a->ow = y->dims[3];
     memcpy(a->xs, x->strides, sizeof a->xs);
     memcpy(a->ys, y->strides, sizeof a->ys);
-    return y->dims[1] == a->k && ingot_cuda_stem_applies(a);
+    if (y->dims[1] != a->k || !ingot_cuda_stem_applies(a)) return false;
+    /* the pooled form: the same convolution, y the pool's output */
+    c->stem_pool = false;
+    if (cv->pool_y >= 0) {
+        const ig_cu_tensor *py = &p->tensors[cv->pool_y];
+        const ig_pool_args *pl = &cv->pool;
+        ig_stem_args *b = &c->stem_pool_args;
+        *b = *a;
+        b->pool = 1;
+        b->pkh = pl->kh, b->pkw = pl->kw, b->psh = pl->sh, b->psw = pl->sw, b->pph = pl->ph, b->ppw = pl->pw;
+        b->qh = py->dims[2];
+        b->qw = py->dims[3];
+        memcpy(b->ys, py->strides, sizeof b->ys);
+        c->stem_pool = pl->is_max && pl->dh == 1 && pl->dw == 1 && py->rank == 4 && py->dtype == INGOT_DTYPE_FLOAT16 &&
+                       py->dims[0] == a->n && py->dims[1] == a->k && ingot_cuda_stem_applies(b);
+    }
+    return true;
 }
 
 static cudnnDataType_t cudnn_type(ingot_dtype t)
@@ -112,6 +136,7 @@ static const char *bwd_algo_name(int a)
 static const char *algo_name(int a, bool transpose)
 {
     if (a == IG_CONV_ALGO_STEM) return "stem kernel";
+    if (a == IG_CONV_ALGO_STEM_POOL) return "stem kernel, pooled";
     if (transpose) return bwd_algo_name(a);
     switch (a) {
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
@@ -134,12 +159,17 @@ void ig__cu_conv_describe(const ig_cu_step *s, char *buf, size_t n)
         return;
     }
     bool t = s->u.conv.transpose != 0;
-    if (c->algo == IG_CONV_ALGO_STEM) {
-        snprintf(buf, n, "ingot stem kernel (tensor cores)");
+    const char *pool = s->u.conv.pool_y >= 0 ? ", then the max pool" : "";
+    if (c->algo == IG_CONV_ALGO_STEM_POOL) {
+        snprintf(buf, n, "ingot stem kernel (tensor cores), max pool fused");
         return;
     }
-    snprintf(buf, n, "cuDNN %s%s%s, %.1f MB", t ? "bwd-data " : "", algo_name(c->algo, t),
-             c->math == CUDNN_FMA_MATH ? " fma" : "", (double)c->ws / 1e6);
+    if (c->algo == IG_CONV_ALGO_STEM) {
+        snprintf(buf, n, "ingot stem kernel (tensor cores)%s", pool);
+        return;
+    }
+    snprintf(buf, n, "cuDNN %s%s%s, %.1f MB%s", t ? "bwd-data " : "", algo_name(c->algo, t),
+             c->math == CUDNN_FMA_MATH ? " fma" : "", (double)c->ws / 1e6, pool);
 }
 
 /* A 4-D descriptor from a view: the packed channels-last and row-major forms by name (so cuDNN takes
@@ -286,20 +316,26 @@ ingot_status ig__cu_conv_prepare(ig_cu_libs *L, const ig_cu_prog *p, ig_cu_step 
                         label, cv->transpose ? "the forward convolution of the output as" : "output", on, oc, oh, ow,
                         (long long)fo->dims[0], (long long)fo->dims[1], (long long)fo->dims[2], (long long)fo->dims[3]);
     /* the problem as cuDNN is asked it, so equal keys mean interchangeable choices */
-    char xs[160], ys[160];
+    char xs[160], ys[160], pool[240] = "";
+    if (cv->pool_y >= 0) {
+        const ig_pool_args *pl = &cv->pool;
+        char ps[160];
+        snprintf(pool, sizeof pool, " pool %d,%d str %d,%d pad %d,%d,%d,%d y %s", pl->kh, pl->kw, pl->sh, pl->sw,
+                 pl->ph, pl->pw, pl->eh, pl->ew, ig__cu_tensor_str(&p->tensors[cv->pool_y], ps, sizeof ps));
+    }
     snprintf(c->key, sizeof c->key,
              "%s %s x %s y %s w %lld,%lld,%lld,%lld%s pad %d,%d str %d,%d dil %d,%d g %d relu %d z %d math %d "
-             "limit %zu%s",
+             "limit %zu%s%s",
              cv->transpose ? "convT" : "conv", ingot_dtype_name(x->dtype), ig__cu_tensor_str(x, xs, sizeof xs),
              ig__cu_tensor_str(y, ys, sizeof ys), (long long)w->dims[0], (long long)w->dims[1], (long long)w->dims[2],
              (long long)w->dims[3], krsc ? " krsc" : "", cv->pad[0], cv->pad[1], cv->stride[0], cv->stride[1],
              cv->dil[0], cv->dil[1], cv->group, cv->relu, cv->z >= 0, (int)c->math, ws_limit,
-             deterministic ? " det" : "");
+             deterministic ? " det" : "", pool);
     const stem_mode mode = stem_mode_env();
     c->stem = mode != STEM_OFF && stem_takes(p, cv, krsc, c);
     c->stem_only = c->stem && mode == STEM_FORCE;
     if (c->stem_only) { /* no workspace, no cuDNN query */
-        c->algo = IG_CONV_ALGO_STEM;
+        c->algo = c->stem_pool ? IG_CONV_ALGO_STEM_POOL : IG_CONV_ALGO_STEM;
         c->ws = c->ws_plan = 0;
         *ws_bytes = 0;
         return INGOT_OK;
@@ -360,27 +396,39 @@ size_t ig__cu_conv_choice(const ig_cu_step *s, void *out, size_t cap)
 
 /* The stem kernel on the handle's stream; a launch failure reads as cuDNN's execution failure, which
  * the callers report with the node's name. */
-static cudnnStatus_t stem_call(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs)
+static cudnnStatus_t stem_call(ig_cu_libs *L, const ig_cu_step *s, void *const *ptrs, bool pooled)
 {
     const ig_cu_conv *cv = &s->u.conv;
-    ig_stem_args a = cv->prep->stem_args;
+    ig_stem_args a = pooled ? cv->prep->stem_pool_args : cv->prep->stem_args;
     cudaStream_t stream = NULL;
     cudnnStatus_t r = cudnnGetStream(L->cudnn, &stream);
     if (r != CUDNN_STATUS_SUCCESS) return r;
     a.x = ptrs[cv->x];
     a.filt = ptrs[cv->w];
     a.b = cv->relu ? ptrs[cv->b] : NULL;
-    a.y = ptrs[cv->y];
+    a.y = ptrs[pooled ? cv->pool_y : cv->y];
     return ingot_cuda_stem(&a, stream) == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED;
 }
 
-static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, int algo, void *const *ptrs, void *ws,
-                               size_t ws_bytes)
+/* The step's fused pool, from y into pool_y, after the conv on the handle's stream. */
+static cudnnStatus_t pool_call(ig_cu_libs *L, const ig_cu_conv *cv, void *const *ptrs)
+{
+    cudaStream_t stream = NULL;
+    cudnnStatus_t r = cudnnGetStream(L->cudnn, &stream);
+    if (r != CUDNN_STATUS_SUCCESS) return r;
+    ig_pool_args a = cv->pool;
+    a.x = ptrs[cv->y];
+    a.y = ptrs[cv->pool_y];
+    return ingot_cuda_pool(&a, stream) == cudaSuccess ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_EXECUTION_FAILED;
+}
+
+static cudnnStatus_t conv_alone(ig_cu_libs *L, const ig_cu_step *s, int algo, void *const *ptrs, void *ws,
+                                size_t ws_bytes)
 {
     const ig_cu_conv *cv = &s->u.conv;
     const struct ig_cu_conv_prep *c = cv->prep;
     const float one = 1.f, zero = 0.f;
-    if (algo == IG_CONV_ALGO_STEM) return c->stem ? stem_call(L, s, ptrs) : CUDNN_STATUS_NOT_SUPPORTED;
+    if (algo == IG_CONV_ALGO_STEM) return c->stem ? stem_call(L, s, ptrs, false) : CUDNN_STATUS_NOT_SUPPORTED;
     if (cv->transpose)
         return cudnnConvolutionBackwardData(L->cudnn, &one, c->w, ptrs[cv->w], c->x, ptrs[cv->x], c->conv,
                                             (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_bytes, &zero, c->y,
@@ -394,6 +442,18 @@ static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, int algo, voi
     }
     return cudnnConvolutionForward(L->cudnn, &one, c->x, ptrs[cv->x], c->w, ptrs[cv->w], c->conv,
                                    (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes, &zero, c->y, ptrs[cv->y]);
+}
+
+/* What the step computes with candidate algo: the conv, then its fused pool when it has one (the
+ * pooled stem kernel does both). */
+static cudnnStatus_t conv_call(ig_cu_libs *L, const ig_cu_step *s, int algo, void *const *ptrs, void *ws,
+                               size_t ws_bytes)
+{
+    const ig_cu_conv *cv = &s->u.conv;
+    if (algo == IG_CONV_ALGO_STEM_POOL)
+        return cv->prep->stem_pool ? stem_call(L, s, ptrs, true) : CUDNN_STATUS_NOT_SUPPORTED;
+    cudnnStatus_t r = conv_alone(L, s, algo, ptrs, ws, ws_bytes);
+    return r == CUDNN_STATUS_SUCCESS && cv->pool_y >= 0 ? pool_call(L, cv, ptrs) : r;
 }
 
 /* cudnnFind times each algorithm once, and on the plain convolution: at small sizes one run is noise
@@ -457,11 +517,13 @@ ingot_status ig__cu_conv_tune(ig_cu_libs *L, ig_cu_step *s, void *const *ptrs, v
         conv_candidates(L, s, ptrs, ws, ws_bytes, perf, &n); /* none (a failure): keep the heuristic's choice */
     /* the heuristic's choice (prepare's) always runs the race: cudnnFind's one timing each is on the
      * stream, host work included, so its ranking at small sizes is not the graph's */
-    conv_cand cand[CONV_RETIME + 2];
+    conv_cand cand[CONV_RETIME + 3];
     int n_cand = 0;
     cand[n_cand++] = (conv_cand){(int)c->algo, c->math, c->ws};
     if (c->stem && c->algo != IG_CONV_ALGO_STEM) cand[n_cand++] = (conv_cand){IG_CONV_ALGO_STEM, c->math, 0};
-    for (int i = 0; i < n && n_cand < CONV_RETIME + 2; i++) {
+    if (c->stem_pool && c->algo != IG_CONV_ALGO_STEM_POOL)
+        cand[n_cand++] = (conv_cand){IG_CONV_ALGO_STEM_POOL, c->math, 0};
+    for (int i = 0; i < n && n_cand < CONV_RETIME + 3; i++) {
         if (perf[i].algo == cand[0].algo && perf[i].math == cand[0].math) continue;
         if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_bytes) continue;
         if (c->math == CUDNN_FMA_MATH && perf[i].math != CUDNN_FMA_MATH && perf[i].math != CUDNN_DEFAULT_MATH) continue;
@@ -510,8 +572,10 @@ ingot_status ig__cu_conv_apply(ig_cu_libs *L, ig_cu_step *s, const void *choice,
     bool math_ok = k.math == CUDNN_DEFAULT_MATH || k.math == CUDNN_TENSOR_OP_MATH ||
                    k.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || k.math == CUDNN_FMA_MATH;
     int n_algo = s->u.conv.transpose ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT : CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-    const bool stem = k.algo == IG_CONV_ALGO_STEM; /* ingot's kernel: no workspace */
-    if (stem ? !c->stem : (k.algo < 0 || k.algo >= n_algo)) return INGOT_OK;
+    /* ingot's kernel: no workspace */
+    const bool stem = k.algo == IG_CONV_ALGO_STEM || k.algo == IG_CONV_ALGO_STEM_POOL;
+    if (stem ? !(k.algo == IG_CONV_ALGO_STEM ? c->stem : c->stem_pool) : (k.algo < 0 || k.algo >= n_algo))
+        return INGOT_OK;
     if (!math_ok) return INGOT_OK;
     if (c->math == CUDNN_FMA_MATH && k.math != CUDNN_FMA_MATH) return INGOT_OK;
     ingot_status st;

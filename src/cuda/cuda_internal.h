@@ -165,6 +165,11 @@ typedef struct ig_cu_conv {
     int32_t transpose; /* ConvTranspose: cuDNN's backward data of the conv whose filter is w (x is its dy, y its dx) */
     int32_t pad[2], stride[2], dil[2], group;
     int32_t scratch; /* buffer of the workspace (-1 none) */
+    /* a max pool fused after it (ingot.FusedConv's "pool"): pool_y its output, y the conv's, which only
+     * this step reads (-1: none). Each candidate runs the conv and then the pool, or the stem kernel's
+     * pooled form both at once (conv.c) */
+    int32_t pool_y;
+    ig_pool_args pool; /* its geometry; the pointers are set when it runs */
     struct ig_cu_conv_prep *prep;
 } ig_cu_conv;
 

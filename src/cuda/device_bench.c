@@ -274,7 +274,7 @@ static int32_t step_output(const ig_cu_step *s)
 {
     switch (s->kind) {
     case IG_ST_EW: return s->u.ew.out;
-    case IG_ST_CONV: return s->u.conv.y;
+    case IG_ST_CONV: return s->u.conv.pool_y >= 0 ? s->u.conv.pool_y : s->u.conv.y;
     case IG_ST_GEMM: return s->u.gemm.d;
     case IG_ST_SOFTMAX: return s->u.softmax.y;
     case IG_ST_LAYERNORM: return s->u.ln.y;

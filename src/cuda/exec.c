@@ -227,6 +227,7 @@ int ig__cu_step_tensors(const ig_cu_step *s, int32_t *ids)
         ids[n++] = s->u.conv.y;
         if (s->u.conv.b >= 0) ids[n++] = s->u.conv.b;
         if (s->u.conv.z >= 0) ids[n++] = s->u.conv.z;
+        if (s->u.conv.pool_y >= 0) ids[n++] = s->u.conv.pool_y;
         break;
     case IG_ST_GEMM:
         ids[n++] = s->u.gemm.a;

@@ -48,6 +48,9 @@ typedef struct conv_geo {
     int32_t rank; /* of x: 3 or 4 */
     int64_t in[2], out[2], k[2], st[2], dl[2], pb[2], pe[2];
     int64_t group, K; /* K: output channels */
+    /* a FusedConv with a max pool fused (op.h): out is the conv's own size; the node's output is pooled */
+    bool pooled;
+    ig_conv_pool pool;
 } conv_geo;
 
 /* ConvTranspose's crops, resolved as the CPU op does (src/ops/conv.c, resolve_dim): explicit pads, VALID,
@@ -99,6 +102,10 @@ static void conv_geometry(const ig_graph *g, const ig_node *n, conv_geo *c)
         conv_pads(n, sp, c->in, c->out, c->k, c->st, c->dl, c->pb, c->pe);
     c->group = ig__attr_int(n, "group", 1);
     c->K = transpose ? w->shape.d[1].n * c->group : w->shape.d[0].n;
+    /* pooled (explicit pads, 2-D: the op's inference holds it to that): the conv's size from its window */
+    c->pooled = n->op == IG_OP_fused_conv && sp == 2 && ig__conv_pool_of(n, &c->pool, NULL);
+    for (int32_t i = 0; c->pooled && i < 2; i++)
+        c->out[i] = (c->in[i] + c->pb[i] + c->pe[i] - c->dl[i] * (c->k[i] - 1) - 1) / c->st[i] + 1;
     if (sp == 1) { /* [N, C, L] as [N, C, 1, L] */
         c->in[1] = c->in[0];
         c->out[1] = c->out[0];
@@ -188,6 +195,16 @@ static ingot_status extras_of(ig_lower *L, int32_t id, const ig_pw_prog *epi, co
 
 /* Finish: the output value gets `yt` (the library's output, when it applied everything), or the
  * epilogue step's output. */
+static ingot_status pool_after(ig_lower *L, int32_t id, const conv_geo *c, int32_t yt);
+static int32_t pool_output(ig_lower *L, int32_t id, int32_t xt);
+static void pool_of_conv(const conv_geo *c, const ig_cu_tensor *x, const ig_cu_tensor *y, ig_pool_args *p);
+
+/* The conv's output may go straight into a Concat's slice of the node's output (not when pooled). */
+static int32_t conv_out_slot(ig_lower *L, int32_t id, const conv_geo *c, int32_t yt)
+{
+    return c->pooled || c->rank != 4 ? yt : ig__lw_concat_slot(L, ig__lw_node(L, id)->outputs[0], yt);
+}
+
 static ingot_status conv_finish(ig_lower *L, int32_t id, const conv_geo *c, int32_t yt, int32_t bias_left,
                                 const ig_pw_prog *epi, bool epi_done, const int32_t *extra_v)
 {
@@ -205,9 +222,14 @@ static ingot_status conv_finish(ig_lower *L, int32_t id, const conv_geo *c, int3
         if (bias_left >= 0 && bv < 0) return ig__lw_oom(L);
         int64_t od[IG_MAX_RANK];
         int32_t orank = ig__lw_value_dims(L, yv, od);
-        yt = ig__lw_epilogue(L, id, epi, yt, bv, extras, ig__lw_T(L, yt)->dtype, od, orank, yv);
+        if (c->pooled) { /* the epilogue is of the conv's output, the pool after it */
+            orank = 4;
+            memcpy(od, ig__lw_T(L, yt)->dims, sizeof(int64_t) * 4);
+        }
+        yt = ig__lw_epilogue(L, id, epi, yt, bv, extras, ig__lw_T(L, yt)->dtype, od, orank, c->pooled ? -1 : yv);
         if (yt < 0) return ig__lw_status(L);
     }
+    if (c->pooled) return pool_after(L, id, c, yt);
     L->p->val_tensor[yv] = yt;
     return INGOT_OK;
 }
@@ -223,7 +245,7 @@ static ingot_status lower_dwconv(ig_lower *L, int32_t id, int32_t xt, const conv
     int32_t bt = ig__lw_in(L, id, 2) >= 0 ? bias_tensor(L, id, x.dtype, c->K) : -1;
     int64_t od[4] = {x.dims[0], c->K, c->out[0], c->out[1]};
     int32_t yt = ig__lw_dense(L, x.dtype, 4, od, true);
-    if (yt >= 0 && epi_done && c->rank == 4) yt = ig__lw_concat_slot(L, ig__lw_node(L, id)->outputs[0], yt);
+    if (yt >= 0 && epi_done) yt = conv_out_slot(L, id, c, yt);
     ig_cu_step *s =
         wt >= 0 && yt >= 0 && (bt >= 0 || ig__lw_in(L, id, 2) < 0) ? ig__lw_step(L, IG_ST_DWCONV, id, NULL) : NULL;
     if (!s) return ig__lw_oom(L);
@@ -370,6 +392,7 @@ static ingot_status lower_convt(ig_lower *L, int32_t id, int32_t xt, const conv_
     }
     cv->group = (int32_t)c->group;
     cv->scratch = -1;
+    cv->pool_y = -1;
     /* the output: rows [crop, crop + out) of the buffer */
     ig_cu_tensor y = *ig__lw_T(L, buf);
     y.dims[2] = c->out[0];
@@ -453,7 +476,7 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
     if (pointwise && pixel_rows(&x, &lda)) {
         bool epi_done = kind == IG_LW_EPI_NONE || kind == IG_LW_EPI_RELU || (res && zt >= 0);
         /* the GEMM's output is the value's: it may go straight into a Concat's slice */
-        if (epi_done && c.rank == 4 && (yt = ig__lw_concat_slot(L, n->outputs[0], yt)) < 0) return ig__lw_oom(L);
+        if (epi_done && (yt = conv_out_slot(L, id, &c, yt)) < 0) return ig__lw_oom(L);
         const ig_cu_tensor *y = ig__lw_T(L, yt);
         int64_t ldd = 0;
         if (!pixel_rows(y, &ldd)) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "output is not a pixel matrix");
@@ -491,6 +514,10 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
 
     /* cuDNN: with a ReLU, bias and residual go into its fused call; without, the epilogue step adds them */
     bool fused = relu;
+    bool epi_done = fused || kind == IG_LW_EPI_NONE, whole = epi_done && (fused || bt < 0);
+    /* pooled, and the step computes all of the node: the pool goes into it (conv.c) */
+    int32_t pt = c.pooled && whole ? pool_output(L, id, yt) : -1;
+    if (c.pooled && whole && pt < 0) return ig__lw_oom(L);
     ig_cu_step *s = ig__lw_step(L, IG_ST_CONV, id, NULL);
     if (!s) return ig__lw_oom(L);
     ig_cu_conv *cv = &s->u.conv;
@@ -509,8 +536,13 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
     cv->dil[1] = (int32_t)c.dl[1];
     cv->group = (int32_t)c.group;
     cv->scratch = -1;
-    bool epi_done = fused || kind == IG_LW_EPI_NONE;
-    return conv_finish(L, id, &c, yt, fused ? -1 : bt, &epi, epi_done && (fused || bt < 0), extra_v);
+    cv->pool_y = pt;
+    if (pt >= 0) {
+        pool_of_conv(&c, ig__lw_T(L, yt), ig__lw_T(L, pt), &cv->pool);
+        L->p->val_tensor[n->outputs[0]] = pt;
+        return INGOT_OK;
+    }
+    return conv_finish(L, id, &c, yt, fused ? -1 : bt, &epi, whole, extra_v);
 }
 
 const char *ig__lw_supports_conv(const ig_graph *g, const ig_node *n)
@@ -533,6 +565,63 @@ const char *ig__lw_supports_conv(const ig_graph *g, const ig_node *n)
 }
 
 /* ---- pooling ------------------------------------------------------------------------------------ */
+
+/* The arguments of a 2-D pool of x into y (4-D views; a 1-D pool as height 1, strides 0 there). */
+static void pool_args_2d(const int64_t *xd, const int64_t *xs, const int64_t *yd, const int64_t *ys, const int64_t *k,
+                         const int64_t *st, const int64_t *dl, const int64_t *pb, const int64_t *pe, ig_pool_args *p)
+{
+    p->n = xd[0];
+    p->c = xd[1];
+    p->h = xd[2];
+    p->w = xd[3];
+    p->oh = yd[2];
+    p->ow = yd[3];
+    memcpy(p->xs, xs, sizeof p->xs);
+    memcpy(p->ys, ys, sizeof p->ys);
+    p->kh = (int32_t)k[0];
+    p->kw = (int32_t)k[1];
+    p->sh = (int32_t)st[0];
+    p->sw = (int32_t)st[1];
+    p->dh = (int32_t)dl[0];
+    p->dw = (int32_t)dl[1];
+    p->ph = (int32_t)pb[0];
+    p->pw = (int32_t)pb[1];
+    p->eh = (int32_t)pe[0];
+    p->ew = (int32_t)pe[1];
+}
+
+/* The max pool of a pooled FusedConv, from its conv output x into y. */
+static void pool_of_conv(const conv_geo *c, const ig_cu_tensor *x, const ig_cu_tensor *y, ig_pool_args *p)
+{
+    memset(p, 0, sizeof *p);
+    p->dtype = x->dtype;
+    p->is_max = 1;
+    const int64_t dl[2] = {1, 1};
+    pool_args_2d(x->dims, x->strides, y->dims, y->strides, c->pool.k, c->pool.s, dl, c->pool.pb, c->pool.pe, p);
+}
+
+/* The pooled node's output tensor: laid out like the conv's output xt, or the node's Concat slice. */
+static int32_t pool_output(ig_lower *L, int32_t id, int32_t xt)
+{
+    const ig_cu_tensor *x = ig__lw_T(L, xt);
+    int64_t od[IG_MAX_RANK];
+    int32_t orank = ig__lw_value_dims(L, ig__lw_node(L, id)->outputs[0], od);
+    int32_t yt = ig__lw_dense(L, x->dtype, orank, od, ig__lw_nhwc(x) && !ig__cu_tensor_contig(x));
+    return yt >= 0 ? ig__lw_concat_slot(L, ig__lw_node(L, id)->outputs[0], yt) : -1;
+}
+
+/* The pool of a pooled FusedConv as a step of its own, after the conv's (and its epilogue's). */
+static ingot_status pool_after(ig_lower *L, int32_t id, const conv_geo *c, int32_t yt)
+{
+    int32_t pt = pool_output(L, id, yt);
+    ig_cu_step *s = pt >= 0 ? ig__lw_step(L, IG_ST_POOL, id, "its max pool") : NULL;
+    if (!s) return ig__lw_oom(L);
+    pool_of_conv(c, ig__lw_T(L, yt), ig__lw_T(L, pt), &s->u.pool.args);
+    s->u.pool.x = yt;
+    s->u.pool.y = pt;
+    L->p->val_tensor[ig__lw_node(L, id)->outputs[0]] = pt;
+    return INGOT_OK;
+}
 
 ingot_status ig__lw_pool(ig_lower *L, int32_t id)
 {
@@ -574,32 +663,17 @@ ingot_status ig__lw_pool(ig_lower *L, int32_t id)
     p->dtype = x.dtype;
     p->is_max = n->op == IG_OP_max_pool;
     p->count_include_pad = (int32_t)ig__attr_int(n, "count_include_pad", 0);
-    p->n = x.dims[0];
-    p->c = x.dims[1];
-    /* 1-D pooling as 2-D with a height of 1 */
-    int32_t h = sp == 2 ? 0 : -1, w = sp == 2 ? 1 : 0;
-    p->h = h >= 0 ? x.dims[2] : 1;
-    p->w = x.dims[2 + w];
-    p->oh = h >= 0 ? od[2] : 1;
-    p->ow = od[2 + w];
-    p->xs[0] = x.strides[0];
-    p->xs[1] = x.strides[1];
-    p->xs[2] = h >= 0 ? x.strides[2] : 0;
-    p->xs[3] = x.strides[2 + w];
-    p->ys[0] = yv.strides[0];
-    p->ys[1] = yv.strides[1];
-    p->ys[2] = h >= 0 ? yv.strides[2] : 0;
-    p->ys[3] = yv.strides[2 + w];
-    p->kh = h >= 0 ? (int32_t)kk[0] : 1;
-    p->kw = (int32_t)kk[w];
-    p->sh = h >= 0 ? (int32_t)st[0] : 1;
-    p->sw = (int32_t)st[w];
-    p->ph = h >= 0 ? (int32_t)pb[0] : 0;
-    p->pw = (int32_t)pb[w];
-    p->eh = h >= 0 ? (int32_t)pe[0] : 0;
-    p->ew = (int32_t)pe[w];
-    p->dh = h >= 0 ? (int32_t)dl[0] : 1;
-    p->dw = (int32_t)dl[w];
+    if (sp == 2) {
+        pool_args_2d(x.dims, x.strides, yv.dims, yv.strides, kk, st, dl, pb, pe, p);
+    } else { /* 1-D pooling as 2-D with a height of 1 */
+        const int64_t xd[4] = {x.dims[0], x.dims[1], 1, x.dims[2]},
+                      xs[4] = {x.strides[0], x.strides[1], 0, x.strides[2]};
+        const int64_t yd[4] = {yv.dims[0], yv.dims[1], 1, yv.dims[2]},
+                      ys[4] = {yv.strides[0], yv.strides[1], 0, yv.strides[2]};
+        const int64_t k2[2] = {1, kk[0]}, st2[2] = {1, st[0]}, dl2[2] = {1, dl[0]}, pb2[2] = {0, pb[0]},
+                      pe2[2] = {0, pe[0]};
+        pool_args_2d(xd, xs, yd, ys, k2, st2, dl2, pb2, pe2, p);
+    }
     s->u.pool.x = xt;
     s->u.pool.y = yt;
     L->p->val_tensor[n->outputs[0]] = yt;

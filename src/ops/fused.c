@@ -21,6 +21,8 @@
 #include "../cpu/cpu.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <string.h>
 #include <stdio.h>
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -288,11 +290,77 @@ const ig_op_def ig__op_pointwise = {
 
 #define CONV_EXTRAS 3
 
+bool ig__conv_pool_of(const ig_node *n, ig_conv_pool *p, bool *bad)
+{
+    const int64_t *v;
+    int64_t nv;
+    if (bad) *bad = false;
+    if (!ig__attr_ints(n, "pool", &v, &nv)) return false;
+    bool ok = nv == 9 && (v[8] == 0 || v[8] == 1);
+    for (int i = 0; ok && i < 2; i++) {
+        p->k[i] = v[i], p->s[i] = v[2 + i], p->pb[i] = v[4 + i], p->pe[i] = v[6 + i];
+        /* as MaxPool requires (ONNX Runtime's rule): pads smaller than the window */
+        ok = p->k[i] >= 1 && p->k[i] <= 1 << 16 && p->s[i] >= 1 && p->s[i] <= 1 << 16 && p->pb[i] >= 0 &&
+             p->pb[i] < p->k[i] && p->pe[i] >= 0 && p->pe[i] < p->k[i];
+    }
+    if (ok) p->ceil_mode = nv == 9 && v[8] == 1;
+    if (bad) *bad = !ok;
+    return ok;
+}
+
+int64_t ig__conv_pool_size(const ig_conv_pool *p, int i, int64_t in)
+{
+    if (in < 1 || in > INT64_MAX / 4) return 0;
+    const int64_t span = in + p->pb[i] + p->pe[i] - p->k[i];
+    if (span < 0) return 0;
+    int64_t o = span / p->s[i] + 1;
+    if (p->ceil_mode) {
+        o = (span + p->s[i] - 1) / p->s[i] + 1;
+        if ((o - 1) * p->s[i] >= in + p->pb[i]) o--; /* the last window starts inside the input or its pad */
+    }
+    return o;
+}
+
+/* The pooled output: the conv's (and the epilogue's) shape with its spatial dims pooled. */
+static ingot_status pool_infer(ig_infer *cx)
+{
+    ig_conv_pool pl;
+    bool bad;
+    if (!ig__conv_pool_of(cx->node, &pl, &bad))
+        return bad ? ig__fail(cx, INGOT_ERR_MODEL_INVALID,
+                              "attribute 'pool' must be 9 ints: kernel, strides, pads (smaller than the kernel), "
+                              "ceil_mode")
+                   : INGOT_OK;
+    /* what the pass makes: no epilogue inputs (they would be of the conv's shape, not the output's), the
+     * conv's pads explicit */
+    if (cx->node->n_inputs > CONV_EXTRAS)
+        return ig__unsupported(cx, "a fused pool after an epilogue with inputs is not supported");
+    const char *ap = ig__attr_str(cx->node, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && ap[0]) return ig__unsupported(cx, "a fused pool after auto_pad %s", ap);
+    ig_value *y = ig__out(cx, 0);
+    if (!y || y->shape.rank < 0) return INGOT_OK;
+    if (y->shape.rank != 4) return ig__unsupported(cx, "a fused pool needs a 2-D convolution");
+    ig_shape os = y->shape;
+    for (int i = 0; i < 2; i++) {
+        if (!ig__dim_known(os.d[2 + i])) {
+            os.d[2 + i] = ig__dim_fresh(cx);
+            continue;
+        }
+        const int64_t q = ig__conv_pool_size(&pl, i, os.d[2 + i].n);
+        if (q < 1)
+            return ig__fail_shape(cx, "the pool's window (%" PRId64 ") is larger than the padded output (%" PRId64 ")",
+                                  pl.k[i], os.d[2 + i].n);
+        os.d[2 + i] = ig__dim_const(q);
+    }
+    return ig__set_out(cx, 0, y->dtype, &os);
+}
+
 static ingot_status fused_conv_infer(ig_infer *cx)
 {
     ingot_status st = ig__op_conv.infer(cx);
     if (st != INGOT_OK) return st;
-    return epilogue_infer(cx, CONV_EXTRAS);
+    if ((st = epilogue_infer(cx, CONV_EXTRAS)) != INGOT_OK) return st;
+    return pool_infer(cx);
 }
 
 typedef struct conv_epi {
@@ -306,6 +374,55 @@ static void conv_epi_run(void *ctx, float *y)
     epilogue_apply(c->ex, c->p, CONV_EXTRAS, y);
 }
 
+/* The convolution's own output under a pool: fp32, [N, K, the conv's spatial dims]. */
+static bool conv_out_dims(const ig_graph *g, const ig_node *n, const ig_conv_pool *pl, int64_t *d)
+{
+    const ig_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
+    if (!ig__shape_known(&x->shape) || !ig__shape_known(&w->shape) || x->shape.rank != 4 || w->shape.rank != 4)
+        return false;
+    const int64_t *a;
+    int64_t na;
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0};
+    if (ig__attr_ints(n, "strides", &a, &na) && na == 2) st[0] = a[0], st[1] = a[1];
+    if (ig__attr_ints(n, "dilations", &a, &na) && na == 2) dl[0] = a[0], dl[1] = a[1];
+    if (ig__attr_ints(n, "pads", &a, &na) && na == 4) memcpy(pd, a, sizeof pd);
+    d[0] = x->shape.d[0].n;
+    d[1] = w->shape.d[0].n;
+    for (int i = 0; i < 2; i++) {
+        const int64_t span = x->shape.d[2 + i].n + pd[i] + pd[2 + i] - (w->shape.d[2 + i].n - 1) * dl[i] - 1;
+        if (span < 0 || st[i] < 1) return false;
+        d[2 + i] = span / st[i] + 1;
+    }
+    (void)pl;
+    return true;
+}
+
+/* A max pool of the fp32 conv output c [N, K, H, W] into y (its dtype), windows clipped to c (NaN
+ * propagates, as MaxPool's kernel does). */
+static void pool_into(const ig_conv_pool *pl, const float *c, const int64_t *cd, ig_tensor *y)
+{
+    const int64_t H = cd[2], W = cd[3], QH = y->dims[2], QW = y->dims[3], es = (int64_t)ingot_dtype_size(y->dtype);
+    for (int64_t p = 0; p < cd[0] * cd[1]; p++)
+        for (int64_t qh = 0; qh < QH; qh++)
+            for (int64_t qw = 0; qw < QW; qw++) {
+                float m = -INFINITY;
+                for (int64_t r = qh * pl->s[0] - pl->pb[0]; r < qh * pl->s[0] - pl->pb[0] + pl->k[0]; r++)
+                    for (int64_t q = qw * pl->s[1] - pl->pb[1]; q < qw * pl->s[1] - pl->pb[1] + pl->k[1]; q++) {
+                        if (r < 0 || r >= H || q < 0 || q >= W) continue;
+                        const float v = c[(p * H + r) * W + q];
+                        if (v > m || isnan(v)) m = isnan(m) ? m : v;
+                    }
+                ig__from_f32(y->dtype, &m, 1, (char *)y->data + ((p * QH + qh) * QW + qw) * es);
+            }
+}
+
+static size_t conv_out_bytes(const ig_graph *g, const ig_node *n, int64_t *d)
+{
+    ig_conv_pool pl;
+    if (!ig__conv_pool_of(n, &pl, NULL) || !conv_out_dims(g, n, &pl, d)) return 0;
+    return ((size_t)(d[0] * d[1] * d[2] * d[3]) * sizeof(float) + 63) & ~(size_t)63;
+}
+
 static ingot_status fused_conv_cpu(ig_exec *ex)
 {
     if (ex->n_in < 2 || !ex->in[0] || !ex->in[1] || !ex->out[0])
@@ -314,14 +431,57 @@ static ingot_status fused_conv_cpu(ig_exec *ex)
     ingot_status st = epilogue_prepare(ex, CONV_EXTRAS, &p);
     if (st != INGOT_OK) return st;
     conv_epi c = {ex, &p};
-    return ig__conv_cpu_run(ex, p.n_ops ? conv_epi_run : NULL, &c);
+    ig_conv_pool pl;
+    if (!ig__conv_pool_of(ex->node, &pl, NULL)) return ig__conv_cpu_run(ex, p.n_ops ? conv_epi_run : NULL, &c);
+    /* pooled: the conv (and epilogue) into fp32 scratch after the conv's own, then the pool */
+    int64_t cd[4];
+    const size_t cbytes = conv_out_bytes(ex->g, ex->node, cd), conv_need = ig__op_conv.cpu_scratch(ex->g, ex->node);
+    if (!cbytes) return ig__exec_fail(ex, INGOT_ERR_INTERNAL, "the pooled convolution's shape is not known");
+    const size_t at = (conv_need + 63) & ~(size_t)63;
+    char *base = NULL;
+    void *own;
+    if ((st = ig__exec_scratch(ex, at + cbytes, &base, &own)) != INGOT_OK) return st;
+    ig_tensor conv_out = {
+        .dtype = INGOT_DTYPE_FLOAT, .rank = 4, .numel = cd[0] * cd[1] * cd[2] * cd[3], .data = base + at};
+    memcpy(conv_out.dims, cd, sizeof cd);
+    ig_tensor *y = ex->out[0];
+    if (y->rank != 4 || y->dims[0] != cd[0] || y->dims[1] != cd[1] || y->dims[2] != ig__conv_pool_size(&pl, 0, cd[2]) ||
+        y->dims[3] != ig__conv_pool_size(&pl, 1, cd[3])) {
+        if (own) ig__free_aligned(own);
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "the output is not the pooled convolution's shape");
+    }
+    /* the conv runs as a node of its own whose output is conv_out, on the first part of the scratch */
+    ig_tensor *outs[1] = {&conv_out};
+    ig_exec sub = *ex;
+    sub.out = outs;
+    sub.n_out = 1;
+    sub.scratch = base;
+    sub.scratch_bytes = at;
+    c.ex = &sub;
+    st = ig__conv_cpu_run(&sub, p.n_ops ? conv_epi_run : NULL, &c);
+    if (st == INGOT_OK) pool_into(&pl, conv_out.data, cd, y);
+    if (own) ig__free_aligned(own);
+    return st;
 }
 
-static size_t fused_conv_scratch(const ig_graph *g, const ig_node *n) { return ig__op_conv.cpu_scratch(g, n); }
+static size_t fused_conv_scratch(const ig_graph *g, const ig_node *n)
+{
+    int64_t d[4];
+    const size_t pooled = conv_out_bytes(g, n, d), conv = ig__op_conv.cpu_scratch(g, n);
+    return pooled ? ((conv + 63) & ~(size_t)63) + pooled : conv;
+}
 
 static double fused_conv_flops(const ig_graph *g, const ig_node *n)
 {
-    return ig__op_conv.flops(g, n) + epilogue_flops(g, n);
+    int64_t d[4];
+    if (!conv_out_bytes(g, n, d)) return ig__op_conv.flops(g, n) + epilogue_flops(g, n);
+    /* pooled: the epilogue on the conv's output, a compare per window tap of the pooled one */
+    const ig_attr *a = ig__node_attr(n, "epilogue_ops");
+    const double conv_numel = (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
+    ig_conv_pool pl;
+    ig__conv_pool_of(n, &pl, NULL);
+    return ig__op_conv.flops(g, n) + (a && a->type == IG_ATTR_INTS ? (double)(a->n / 4) * conv_numel : 0) +
+           ig__value_numel(g, n->outputs[0]) * (double)(pl.k[0] * pl.k[1]);
 }
 
 const ig_op_def ig__op_fused_conv = {

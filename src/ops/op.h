@@ -165,6 +165,18 @@ bool ig__in_vals(ig_infer *cx, int i, ig_dim *out, int32_t max, int32_t *count);
 /* Input i's single value as double when constant (e.g. ConstantOfShape value, Clip min). */
 bool ig__in_scalar_f64(ig_infer *cx, int i, double *out);
 
+/* ---- ingot.FusedConv's fused max pool (the conv_pool pass): attribute "pool", 9 ints: kernel h, w,
+ * strides h, w, pads top, left, bottom, right, ceil_mode; 2-D, dilation 1. The node's output is the
+ * pooled one; the convolution's own output (conv_out) exists only inside the node. ---- */
+typedef struct ig_conv_pool {
+    int64_t k[2], s[2], pb[2], pe[2];
+    bool ceil_mode;
+} ig_conv_pool;
+/* false when n has no pool; *bad (if given) says the attribute is there but malformed. */
+bool ig__conv_pool_of(const ig_node *n, ig_conv_pool *p, bool *bad);
+/* The pooled size along spatial dim i of a conv output of `in` (MaxPool's rule; < 1: none). */
+int64_t ig__conv_pool_size(const ig_conv_pool *p, int i, int64_t in);
+
 /* ---- helpers for CPU kernels ---- */
 typedef void (*ig_range_fn)(void *arg, int64_t begin, int64_t end);
 /* Run fn over [0, n) split into chunks of at least `grain` across the pool's threads. */

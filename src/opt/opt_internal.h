@@ -28,6 +28,7 @@
     X(sink_views)        \
     X(patchify)          \
     X(conv_epilogue)     \
+    X(conv_pool)         \
     X(gemm_epilogue)     \
     X(gemm_siblings)     \
     X(pointwise)         \

@@ -914,6 +914,12 @@ int ig__emulate(const ig_graph *g, ig_cu_prog *p, void *const *inputs, void *con
                 snprintf(why, nwhy, "step %d %s: %s", (int)i, ig__cu_step_label(p, s, lbl, sizeof lbl), w2);
                 goto out;
             }
+            if (s->u.conv.pool_y >= 0) { /* its fused max pool, from the conv's output */
+                ig_pool_args a = s->u.conv.pool;
+                a.x = P[s->u.conv.y];
+                a.y = P[s->u.conv.pool_y];
+                emulate_pool(&a);
+            }
             break;
         }
         case IG_ST_GEMM: emulate_gemm(p, s, P); break;

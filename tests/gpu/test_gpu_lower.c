@@ -82,8 +82,8 @@ static void dump(const ig_cu_prog *p)
                    (long long)ys[1], (long long)ys[2], (long long)ys[3], (long long)y->offset,
                    ingot_dtype_name(x->dtype), how);
         } else if (s->kind == IG_ST_CONV) {
-            printf("  relu=%d bias=%d z=%d group=%d%s", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
-                   s->u.conv.group, s->u.conv.transpose ? " transpose" : "");
+            printf("  relu=%d bias=%d z=%d group=%d%s%s", s->u.conv.relu, s->u.conv.b >= 0, s->u.conv.z >= 0,
+                   s->u.conv.group, s->u.conv.transpose ? " transpose" : "", s->u.conv.pool_y >= 0 ? " max pool" : "");
         } else if (s->kind == IG_ST_REDUCTION) { /* the canonical form and the planned launch geometry */
             const ig_reduction_args *r = &s->u.k.a.red;
             printf("  %s outputs=%lld reduced=%lld inner=%lld keep=%d red=%d vec=%d lanes=%d split=%d chunk=%lld",

@@ -637,6 +637,87 @@ TEST(conv_epilogue_near_misses)
     t_free(&t);
 }
 
+/* ==== conv_pool ==== */
+
+/* x [b,3,13,13] -> Conv 3x3/2 pad 1 (8 channels) -> Relu -> MaxPool. variant: 0 ResNet's 3x3/2 pad 1;
+ * 1 2x2/2 ceil_mode (a last window half past the edge); 2 3x3/1 asymmetric pads; near misses: 10 the
+ * conv's output also read by another node; 11 the pool's Indices in use; 12 a dilated pool */
+static void build_conv_pool(T *t, int variant)
+{
+    int64_t xd[4] = {0, 3, 13, 13}, wd[4] = {8, 3, 3, 3}, bd[1] = {8}, pads[4] = {1, 1, 1, 1}, st[2] = {2, 2};
+    in_f(t, "x", 4, xd);
+    rand_f(t, "W", 4, wd, -0.5, 0.5);
+    rand_f(t, "B", 1, bd, -0.5, 0.5);
+    ig_node *c = nd(t, "conv", "Conv", "x,W,B", "c");
+    a_ints(t, c, "pads", 4, pads);
+    a_ints(t, c, "strides", 2, st);
+    nd(t, "relu", "Relu", "c", "r");
+    const bool indices = variant == 11;
+    ig_node *m = nd(t, "pool", "MaxPool", "r", indices ? "y,idx" : "y");
+    int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 1, 2, 0}, s1[2] = {1, 1}, d2[2] = {2, 2};
+    a_ints(t, m, "kernel_shape", 2, variant == 1 ? k2 : k3);
+    a_ints(t, m, "strides", 2, variant == 2 ? s1 : st);
+    if (variant != 1) a_ints(t, m, "pads", 4, variant == 2 ? pa : p1);
+    if (variant == 1) a_int(m, "ceil_mode", 1);
+    if (variant == 12) a_ints(t, m, "dilations", 2, d2);
+    if (variant == 10) nd(t, "neg", "Neg", "r", "n");
+    t_io(t, "x", variant == 10 ? "y,n" : indices ? "y,idx" : "y");
+}
+
+TEST(conv_pool_forms)
+{
+    const int64_t want[3][9] = {{3, 3, 2, 2, 1, 1, 1, 1, 0}, {2, 2, 2, 2, 0, 0, 0, 0, 1}, {3, 3, 1, 1, 0, 1, 2, 0, 0}};
+    for (int v = 0; v <= 2; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_conv_pool, v, NULL, &t, &rep));
+        const ig_node *f = find_op(&t.g, "FusedConv");
+        ASSERT(f);
+        ASSERT_STREQ(f->pass, "conv_pool");
+        ASSERT_EQ(live_count(&t.g, NULL), 1);
+        ASSERT_EQ(f->outputs[0], vid(&t, "y"));
+        ASSERT_STREQ(prog_str(&t, f), "x0 -> t0=RELU(x0)");
+        const int64_t *pl;
+        int64_t np;
+        ASSERT(ig__attr_ints(f, "pool", &pl, &np) && np == 9);
+        for (int i = 0; i < 9; i++) ASSERT_EQ(pl[i], want[v][i]);
+        ASSERT_EQ(f->n_covers, 3);
+        ASSERT_STREQ(f->covers[2], "pool (MaxPool)");
+        ASSERT_EQ(pass_rep(&rep, "conv_pool")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+    /* a malformed pool attribute (as a crafted file could carry) is refused by the op, naming it */
+    T t;
+    t_init(&t);
+    build_conv_pool(&t, 0);
+    ASSERT(!prep(&t));
+    ig_opt_report rep;
+    ig_opt_options o = {.enabled = true};
+    ASSERT(!ig__optimize(&t.g, &t.fold, &o, &rep, &t.err));
+    ig_node *f = (ig_node *)find_op(&t.g, "FusedConv");
+    ASSERT(f);
+    for (int32_t i = 0; i < f->n_attrs; i++)
+        if (!strcmp(f->attrs[i].name, "pool")) ((int64_t *)f->attrs[i].ints)[4] = 3; /* a pad as large as the window */
+    ASSERT(reinfer(&t));
+    ASSERT(strstr(t.err.msg, "'pool'"));
+    ig__opt_report_free(&rep);
+    t_free(&t);
+}
+
+TEST(conv_pool_near_misses)
+{
+    for (int v = 10; v <= 12; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_conv_pool, v, NULL, &t, &rep));
+        ASSERT(find_op(&t.g, "MaxPool"));
+        ASSERT_EQ(pass_rep(&rep, "conv_pool")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
 /* ==== gemm_epilogue ==== */
 
 /* x [b,5,8], W [8,6], bias [6]. variant: 0 MatMul -> Add(bias) -> Relu; 1 MatMul -> Div(2) -> Add(bias
@@ -1421,7 +1502,7 @@ TEST(passes_one_at_a_time)
 
 TEST_MAIN(RUN(attention_forms); RUN(attention_constant_masks); RUN(attention_near_misses); RUN(softmax_forms);
           RUN(softmax_near_misses); RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses);
-          RUN(conv_epilogue_forms); RUN(conv_epilogue_near_misses); RUN(gemm_epilogue_forms);
-          RUN(gemm_epilogue_near_misses); RUN(gemm_siblings_forms); RUN(gemm_siblings_near_misses);
-          RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms); RUN(groupnorm_near_misses);
-          RUN(patchify_forms); RUN(patchify_near_misses); RUN(passes_one_at_a_time))
+          RUN(conv_epilogue_forms); RUN(conv_epilogue_near_misses); RUN(conv_pool_forms); RUN(conv_pool_near_misses);
+          RUN(gemm_epilogue_forms); RUN(gemm_epilogue_near_misses); RUN(gemm_siblings_forms);
+          RUN(gemm_siblings_near_misses); RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms);
+          RUN(groupnorm_near_misses); RUN(patchify_forms); RUN(patchify_near_misses); RUN(passes_one_at_a_time))

@@ -259,8 +259,13 @@ typedef struct ig_stem_args {
     int32_t c, k, r, s, sh, sw, ph, pw; /* input channels, output channels, filter, strides, leading pads */
     int64_t n, h, w, oh, ow;
     int64_t xs[4], ys[4]; /* (n, c, h, w) */
+    /* pool != 0: a max pool over the convolution's output, fused: y and ys are the pooled output's
+     * [n, k, qh, qw]; its window pkh x pkw, strides psh, psw, leading pads pph, ppw (dilation 1); a
+     * block computes `band` pooled rows at a time (stem_band_for picks it) */
+    int32_t pool, pkh, pkw, psh, psw, pph, ppw, band;
+    int64_t qh, qw;
 } ig_stem_args;
-/* 1 when ingot_cuda_stem takes a (its geometry; the pointers are not looked at). */
+/* 1 when ingot_cuda_stem takes a (its geometry; the pointers and, pooled, `band` are not looked at). */
 int ingot_cuda_stem_applies(const ig_stem_args *a);
 cudaError_t ingot_cuda_stem(const ig_stem_args *a, cudaStream_t s);
 

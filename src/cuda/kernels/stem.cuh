@@ -20,19 +20,21 @@
 
 #include "kernels.h"
 
+#include <cuda_fp16.h>
 #include <stdint.h>
 
-#define STEM_BM     128 /* output pixels per tile (of one output row) */
-#define STEM_BN     64  /* output channels per block */
-#define STEM_WARPS  4   /* 32 pixels each */
-#define STEM_MAX_RS 52  /* filter taps: k = 4 * R * S fits STEM_MAX_KP */
-#define STEM_MAX_KP 208 /* the reduction, padded to a multiple of 16 */
-#define STEM_MAX_R  7
-#define STEM_MAX_S  7
-#define STEM_MAX_SW 2
-#define STEM_MAX_PW ((STEM_BM - 1) * STEM_MAX_SW + STEM_MAX_S) /* patch columns */
-#define STEM_LDW    (STEM_MAX_KP + 8) /* halves per staged filter: 8 rows of B fragments hit distinct banks */
-#define STEM_LDO    (STEM_BN + 8)     /* halves per staged output pixel */
+#define STEM_BM      128 /* output pixels per tile (of one output row) */
+#define STEM_BN      64  /* output channels per block */
+#define STEM_WARPS   4   /* 32 pixels each */
+#define STEM_THREADS (32 * STEM_WARPS)
+#define STEM_MAX_RS  52  /* filter taps: k = 4 * R * S fits STEM_MAX_KP */
+#define STEM_MAX_KP  208 /* the reduction, padded to a multiple of 16 */
+#define STEM_MAX_R   7
+#define STEM_MAX_S   7
+#define STEM_MAX_SW  2
+#define STEM_MAX_PW  ((STEM_BM - 1) * STEM_MAX_SW + STEM_MAX_S) /* patch columns */
+#define STEM_LDW     (STEM_MAX_KP + 8) /* halves per staged filter: 8 rows of B fragments hit distinct banks */
+#define STEM_LDO     (STEM_BN + 8)     /* halves per staged output pixel */
 
 #ifndef IG_STEM_HD
 #define IG_STEM_HD __host__ __device__ __forceinline__
@@ -138,6 +140,135 @@ IG_STEM_HD int stem_warp_blocks(int np, int w)
 IG_STEM_HD int stem_ldsm_b(int lane, int j, int k0)
 {
     return ((j + lane / 16) * 8 + lane % 8) * STEM_LDW + k0 + (lane / 8 % 2) * 8;
+}
+
+/* ---- the pooled form (a.pool): a max pool fused after the convolution ------------------------------
+ * ResNet's stem writes 411 MB at batch 256 that its 3x3/2 max pool reads back (145 us of 5.9 ms). Pooled,
+ * a block walks a band of `band` pooled rows of one image: it computes the conv rows their windows
+ * cover one after another (a whole conv row is one tile: ow <= STEM_BM), max-pools each staged row
+ * along W, and keeps a running vertical max of one pooled row in shared memory (the ring), writing a
+ * pooled row when its window's last conv row is in. One ring row holds because consecutive windows
+ * share at most one conv row (pkh - psh is 0 or 1), and that row is the last of one window and the
+ * first of the next. Max commutes with rounding, so the result is bit for bit the conv's fp16 output
+ * pooled. A band recomputes the conv row it shares with the previous band (1 in 2 band + 1 rows). */
+#define STEM_POOL_QW 64 /* pooled columns the ring holds */
+
+static inline __host__ __device__ bool stem_pool_applies(const ig_stem_args &a)
+{
+    if (!stem_applies(a) || a.ow > STEM_BM || a.pkh < 1 || a.pkw < 1 || a.psh < 1 || a.psw < 1 || a.pkh - a.psh < 0 ||
+        a.pkh - a.psh > 1 || a.pph < 0 || a.pph >= a.pkh || a.ppw < 0 || a.ppw >= a.pkw || a.qh < 1 || a.qw < 1 ||
+        a.qw > STEM_POOL_QW || a.pkh > a.oh + a.pph || a.pkw > a.ow + a.ppw)
+        return false;
+    /* every window holds a conv row and column (its start inside the output or its leading pads) */
+    return (a.qh - 1) * a.psh - a.pph < a.oh && (a.qw - 1) * a.psw - a.ppw < a.ow && a.n * a.qh < INT32_MAX;
+}
+
+/* The conv rows [first, last] pooled row po reads (its window clipped to the output). */
+IG_STEM_HD void stem_pool_rows(const ig_stem_args &a, int po, int &first, int &last)
+{
+    const int r0 = po * a.psh - a.pph, r1 = r0 + a.pkh - 1;
+    first = r0 > 0 ? r0 : 0;
+    last = r1 < (int)a.oh - 1 ? r1 : (int)a.oh - 1;
+}
+
+/* Bands: `band` pooled rows of one image each. Band t: image n, pooled rows [po0, po1), conv rows
+ * [r0, r1]. */
+IG_STEM_HD int stem_bands(const ig_stem_args &a) { return (int)(a.n * ((a.qh + a.band - 1) / a.band)); }
+IG_STEM_HD void stem_band(const ig_stem_args &a, int t, int &n, int &po0, int &po1, int &r0, int &r1)
+{
+    const int per = (int)((a.qh + a.band - 1) / a.band);
+    n = t / per;
+    po0 = t % per * a.band;
+    po1 = po0 + a.band < (int)a.qh ? po0 + a.band : (int)a.qh;
+    int f, l;
+    stem_pool_rows(a, po0, r0, l);
+    stem_pool_rows(a, po1 - 1, f, r1);
+}
+
+/* The band for `slots` blocks at once (per channel block): the fewest conv rows a block computes in the
+ * busiest wave, waves of bands times the rows of one, fewer bands (rows recomputed) breaking ties. */
+static inline int stem_band_for(const ig_stem_args &a, int slots)
+{
+    int best = 1;
+    int64_t best_cost = INT64_MAX;
+    for (int b = 1; b <= a.qh; b++) {
+        const int64_t bands = a.n * ((a.qh + b - 1) / b), waves = (bands + slots - 1) / slots;
+        const int64_t cost = waves * ((int64_t)(b - 1) * a.psh + a.pkh);
+        if (cost < best_cost) best_cost = cost, best = b;
+    }
+    return best;
+}
+
+/* The 8 channels at h[0..3] of pooled column qo along W: the max over its window's columns of the
+ * staged conv row buf (STEM_LDO halves a pixel, the group's channels from ch). NaN propagates, as the
+ * max pool's kernel does. */
+IG_STEM_HD void stem_pool_cols(const ig_stem_args &a, const __half *buf, int qo, int ch, __half2 (&h)[4])
+{
+    const int c0 = qo * a.psw - a.ppw;
+    bool any = false;
+    for (int s = 0; s < a.pkw; s++) {
+        const int col = c0 + s;
+        if (col < 0 || col >= (int)a.ow) continue;
+        const __half2 *v = (const __half2 *)(buf + col * STEM_LDO + ch);
+        for (int e = 0; e < 4; e++) h[e] = any ? __hmax2_nan(h[e], v[e]) : v[e];
+        any = true;
+    }
+}
+
+/* What conv row cr does in the pooled rows of band [po0, po1), the same for every ring slot: the windows
+ * holding it (n of them, at most two: po and po + 1), and for window po + u whether cr is its first row
+ * (bit u of first: the slot starts from this row's max) and its last (bit u of last: the pooled value is
+ * complete). Two windows hold cr only where it is the last row of one and the first of the next, or at
+ * the bottom edge, where a window clipped to its first row ends where the one before does. */
+struct stem_role {
+    int po, n;
+    unsigned first, last;
+};
+IG_STEM_HD stem_role stem_pool_role(const ig_stem_args &a, int po0, int po1, int cr)
+{
+    /* pooled rows whose window holds cr: [ceil((cr + pph - pkh + 1) / psh), floor((cr + pph) / psh)]; a
+     * negative bound (rounded towards zero) is below po0 anyway */
+    const int hi0 = (cr + a.pph) / a.psh, lo0 = (cr + a.pph - a.pkh + a.psh) / a.psh;
+    const int lo = lo0 > po0 ? lo0 : po0, hi = hi0 < po1 - 1 ? hi0 : po1 - 1;
+    stem_role r = {lo, 0, 0u, 0u};
+    for (int po = lo; po <= hi && po <= lo + 1; po++, r.n++) {
+        int first, last;
+        stem_pool_rows(a, po, first, last);
+        r.first |= (unsigned)(cr == first) << r.n;
+        r.last |= (unsigned)(cr == last) << r.n;
+    }
+    return r;
+}
+
+/* One ring slot (a pooled column's 8 channels) for a conv row of role r, h the row's max along W: in a
+ * window's first row the slot takes h, in its others the max with h; a window at its last row is
+ * complete, its value in out[u]. Returns r.last (the windows complete). */
+IG_STEM_HD unsigned stem_pool_slot(const stem_role &r, const __half2 (&h)[4], __half2 (&ring)[4], __half2 (&out)[2][4])
+{
+    /* constant bounds, so that out stays in registers */
+#pragma unroll
+    for (int u = 0; u < 2; u++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            if (u >= r.n) continue;
+            const __half2 v = r.first >> u & 1 ? h[e] : __hmax2_nan(ring[e], h[e]);
+            if (r.last >> u & 1)
+                out[u][e] = v;
+            else
+                ring[e] = v;
+        }
+    return r.last;
+}
+
+/* The ring slots thread tid takes: channel group g (channels 8 g ..) of pooled columns qo0, qo0 + step,
+ * ... (none when tid is past the groups: `step` groups of ng threads). The same slots for every row, so
+ * a slot's ring entry is the thread's own; no divisions in the row loop. */
+IG_STEM_HD bool stem_pool_items(int ng, int tid, int &g, int &qo0, int &step)
+{
+    step = STEM_THREADS / ng;
+    g = tid % ng;
+    qo0 = tid / ng;
+    return tid < step * ng;
 }
 
 #endif /* INGOT_STEM_CUH */
