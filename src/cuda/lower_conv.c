@@ -518,6 +518,8 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
     /* pooled, and the step computes all of the node: the pool goes into it (conv.c) */
     int32_t pt = c.pooled && whole ? pool_output(L, id, yt) : -1;
     if (c.pooled && whole && pt < 0) return ig__lw_oom(L);
+    /* not into a Concat's slice: cuDNN 9.19 offers no algorithm for a strided channels-last output (H200,
+     * 2026-12-02: every conv of tests/gpu's Concat cases refused), so the Concat copies it */
     ig_cu_step *s = ig__lw_step(L, IG_ST_CONV, id, NULL);
     if (!s) return ig__lw_oom(L);
     ig_cu_conv *cv = &s->u.conv;
@@ -543,6 +545,21 @@ ingot_status ig__lw_conv(ig_lower *L, int32_t id)
         return INGOT_OK;
     }
     return conv_finish(L, id, &c, yt, fused ? -1 : bt, &epi, whole, extra_v);
+}
+
+bool ig__lw_conv_reads_rows(const ig_lower *L, int32_t id, int32_t v)
+{
+    const ig_node *n = ig__lw_node(L, id);
+    if ((n->op != IG_OP_conv && n->op != IG_OP_fused_conv) || n->n_inputs < 2 || n->inputs[0] != v || !L->o->nhwc)
+        return false;
+    for (int32_t i = 1; i < n->n_inputs; i++)
+        if (n->inputs[i] == v) return false; /* v read as something else too */
+    const ig_value *x = ig__lw_val(L, v), *w = ig__lw_val(L, n->inputs[1]);
+    if (x->shape.rank != 4 || w->shape.rank != 4) return false;
+    conv_geo c;
+    conv_geometry(L->g, n, &c);
+    return !c.pooled && c.k[0] == 1 && c.k[1] == 1 && c.st[0] == 1 && c.st[1] == 1 && c.pb[0] == 0 && c.pb[1] == 0 &&
+           c.pe[0] == 0 && c.pe[1] == 0 && c.group == 1;
 }
 
 const char *ig__lw_supports_conv(const ig_graph *g, const ig_node *n)

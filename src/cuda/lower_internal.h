@@ -203,10 +203,15 @@ ingot_status ig__lw_layernorm(ig_lower *L, int32_t id);
 ingot_status ig__lw_reduce(ig_lower *L, int32_t id);
 ingot_status ig__lw_concat(ig_lower *L, int32_t id);
 /* Concat without copies: the tensor a producer writes for value v, given the dense tensor t it would
- * write. When the one reader of v is a Concat (v once among its inputs), t's layout matches the
- * Concat's output and the types agree, that is v's slice of the Concat's output (created here by the
- * first such producer), and the Concat copies nothing for v. Otherwise t. -1: out of memory. */
+ * write. When v's readers are one Concat (v once among its inputs) and convolutions that read a channel
+ * slice in place (ig__lw_conv_reads_rows), t's layout matches the Concat's output and the types agree,
+ * that is v's slice of the Concat's output (created here by the first such producer), and the Concat
+ * copies nothing for v. Otherwise t. -1: out of memory. */
 int32_t ig__lw_concat_slot(ig_lower *L, int32_t v, int32_t t);
+/* Node id is a convolution the lowering runs as a GEMM over the pixel rows of its input v (1x1, stride
+ * 1, no pads, group 1, channels-last): it reads a channel slice of a wider tensor in place, so v may live
+ * in a Concat's output (ig__lw_concat_slot) without a copy for this reader. */
+bool ig__lw_conv_reads_rows(const ig_lower *L, int32_t id, int32_t v);
 ingot_status ig__lw_pad(ig_lower *L, int32_t id);
 ingot_status ig__lw_gather(ig_lower *L, int32_t id);
 ingot_status ig__lw_constant_of_shape(ig_lower *L, int32_t id);

@@ -40,6 +40,21 @@ static int32_t concat_home(const ig_lower *L, int32_t v)
     int32_t c = ig__lw_sole_consumer(L, v);
     if (c >= 0) return ig__lw_node(L, c)->op == IG_OP_concat ? c : -1;
     if (v < 0 || L->is_output[v] || ig__lw_n_cons(L, v) < 2) return -1;
+    /* one Concat, and readers that take a channel slice in place (ResNet's shortcut_merge: the block's
+     * input is read by its first 1x1 conv and concatenated for the merged shortcut) */
+    int32_t cat = -1, rows = 0;
+    bool ok = true;
+    for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1] && ok; i++) {
+        int32_t u = L->cons[i];
+        if (ig__lw_node(L, u)->op == IG_OP_concat) {
+            ok = cat < 0 || cat == u;
+            cat = u;
+        } else {
+            ok = ig__lw_conv_reads_rows(L, u, v);
+            rows++;
+        }
+    }
+    if (ok && cat >= 0 && rows > 0) return cat;
     int32_t big = -1;
     for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1]; i++) {
         int32_t u = L->cons[i];
@@ -109,6 +124,17 @@ int32_t ig__lw_concat_slot(ig_lower *L, int32_t v, int32_t t)
     return ig__lw_tensor(L, part.buf, part.dtype, part.rank, part.dims, part.strides, part.offset);
 }
 
+/* t's channels are its innermost dim: channels-last, or a strided view of it (a slice of pixels or of
+ * channels, the every-other-pixel input of shortcut_merge), so a channels-last copy of it reads runs of
+ * channels. */
+static bool channels_inner(const ig_cu_tensor *t)
+{
+    if (t->rank != 4 || (t->dims[1] > 1 && t->strides[1] != 1)) return false;
+    for (int32_t k = 0; k < 4; k++)
+        if (k != 1 && t->dims[k] > 1 && t->strides[k] < t->dims[1]) return false;
+    return true;
+}
+
 static bool same_view(const ig_cu_tensor *a, const ig_cu_tensor *b)
 {
     if (a->buf != b->buf || a->dtype != b->dtype || a->rank != b->rank || a->offset != b->offset) return false;
@@ -135,7 +161,7 @@ ingot_status ig__lw_concat(ig_lower *L, int32_t id)
         for (int32_t i = 0; i < n->n_inputs && nhwc; i++) {
             int32_t ut = n->inputs[i] >= 0 ? ig__lw_get(L, n->inputs[i]) : -1;
             const ig_cu_tensor *u = ut >= 0 ? ig__lw_T(L, ut) : NULL;
-            nhwc = u && u->rank == 4 && ig__lw_nhwc(u) && !ig__cu_tensor_contig(u);
+            nhwc = u && channels_inner(u) && !ig__cu_tensor_contig(u);
         }
         yt = ig__lw_dense(L, ig__lw_dev_dtype(L->p, ig__lw_val(L, yv)->dtype), orank, od, nhwc);
         if (yt >= 0) yt = ig__lw_concat_slot(L, yv, yt);

@@ -29,6 +29,7 @@
     X(patchify)          \
     X(conv_epilogue)     \
     X(conv_pool)         \
+    X(shortcut_merge)    \
     X(gemm_epilogue)     \
     X(gemm_siblings)     \
     X(pointwise)         \

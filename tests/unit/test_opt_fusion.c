@@ -718,6 +718,75 @@ TEST(conv_pool_near_misses)
     }
 }
 
+/* ==== shortcut_merge ==== */
+
+/* ResNet's projection shortcut: y [b,6,5,5] -> conv3 1x1 (8), x [b,4,5,5] -> downsample 1x1 (8), Add,
+ * Relu. variant: 0 both biases; 1 the downsample without bias; 2 no Relu after the Add; 3 the shortcut
+ * of stride 2 (x [b,4,9,9]: the Concat takes Slice(x, steps 2)); near misses: 10 the shortcut of stride
+ * 2 with pads 1 (x [b,4,7,7]); 11 conv3 3x3 with pads; 12 conv3's output also a graph output */
+static void build_shortcut(T *t, int variant)
+{
+    const int64_t hx = variant == 3 ? 9 : variant == 10 ? 7 : 5;
+    int64_t yd[4] = {0, 6, 5, 5}, xd[4] = {0, 4, hx, hx};
+    int64_t w3d[4] = {8, 6, variant == 11 ? 3 : 1, variant == 11 ? 3 : 1}, wdd[4] = {8, 4, 1, 1}, bd[1] = {8};
+    in_f(t, "y", 4, yd);
+    in_f(t, "x", 4, xd);
+    rand_f(t, "W3", 4, w3d, -0.5, 0.5);
+    rand_f(t, "Wd", 4, wdd, -0.5, 0.5);
+    rand_f(t, "B3", 1, bd, -0.5, 0.5);
+    rand_f(t, "Bd", 1, bd, -0.5, 0.5);
+    ig_node *c = nd(t, "conv3", "Conv", "y,W3,B3", "c3");
+    int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2};
+    if (variant == 11) a_ints(t, c, "pads", 4, p1);
+    ig_node *d = nd(t, "down", "Conv", variant == 1 ? "x,Wd" : "x,Wd,Bd", "cd");
+    if (variant == 3 || variant == 10) a_ints(t, d, "strides", 2, s2);
+    if (variant == 10) a_ints(t, d, "pads", 4, p1);
+    nd(t, "add", "Add", "c3,cd", variant == 2 ? "out" : "a");
+    if (variant != 2) nd(t, "relu", "Relu", "a", "out");
+    t_io(t, "y,x", variant == 12 ? "out,c3" : "out");
+}
+
+TEST(shortcut_merge_forms)
+{
+    for (int v = 0; v <= 3; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_shortcut, v, NULL, &t, &rep));
+        const ig_node *f = find_op(&t.g, "FusedConv"), *cat = find_op(&t.g, "Concat"), *sl = find_op(&t.g, "Slice");
+        ASSERT(f && cat);
+        ASSERT_STREQ(f->pass, "shortcut_merge");
+        ASSERT_EQ(live_count(&t.g, NULL), v == 3 ? 3 : 2);
+        ASSERT_EQ(live_count(&t.g, "Conv"), 0);
+        ASSERT_EQ(f->inputs[0], cat->outputs[0]);
+        ASSERT_EQ(cat->inputs[0], vid(&t, "y"));
+        ASSERT_EQ(cat->inputs[1], v == 3 ? sl->outputs[0] : vid(&t, "x"));
+        if (v == 3) ASSERT_EQ(sl->inputs[0], vid(&t, "x"));
+        ASSERT(!ig__node_attr(f, "strides"));
+        ASSERT_EQ(ig__attr_int(cat, "axis", 0), 1);
+        ASSERT_EQ(f->n_inputs, 3);
+        ASSERT(f->inputs[2] >= 0);
+        ASSERT_STREQ(prog_str(&t, f), v == 2 ? "x0 -> x0" : "x0 -> t0=RELU(x0)");
+        const ig_value *w = &t.g.values[f->inputs[1]];
+        ASSERT(w->shape.rank == 4 && w->shape.d[0].n == 8 && w->shape.d[1].n == 10);
+        ASSERT_EQ(pass_rep(&rep, "shortcut_merge")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+TEST(shortcut_merge_near_misses)
+{
+    for (int v = 10; v <= 12; v++) {
+        T t;
+        ig_opt_report rep;
+        AGREES(equiv(build_shortcut, v, NULL, &t, &rep));
+        ASSERT(!find_op(&t.g, "Concat"));
+        ASSERT_EQ(pass_rep(&rep, "shortcut_merge")->n_rewrites, 0);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
 /* ==== gemm_epilogue ==== */
 
 /* x [b,5,8], W [8,6], bias [6]. variant: 0 MatMul -> Add(bias) -> Relu; 1 MatMul -> Div(2) -> Add(bias
@@ -1503,6 +1572,7 @@ TEST(passes_one_at_a_time)
 TEST_MAIN(RUN(attention_forms); RUN(attention_constant_masks); RUN(attention_near_misses); RUN(softmax_forms);
           RUN(softmax_near_misses); RUN(sink_views_residual_into_gemm); RUN(sink_views_near_misses);
           RUN(conv_epilogue_forms); RUN(conv_epilogue_near_misses); RUN(conv_pool_forms); RUN(conv_pool_near_misses);
-          RUN(gemm_epilogue_forms); RUN(gemm_epilogue_near_misses); RUN(gemm_siblings_forms);
-          RUN(gemm_siblings_near_misses); RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms);
-          RUN(groupnorm_near_misses); RUN(patchify_forms); RUN(patchify_near_misses); RUN(passes_one_at_a_time))
+          RUN(shortcut_merge_forms); RUN(shortcut_merge_near_misses); RUN(gemm_epilogue_forms);
+          RUN(gemm_epilogue_near_misses); RUN(gemm_siblings_forms); RUN(gemm_siblings_near_misses);
+          RUN(pointwise_forms); RUN(pointwise_near_misses); RUN(groupnorm_forms); RUN(groupnorm_near_misses);
+          RUN(patchify_forms); RUN(patchify_near_misses); RUN(passes_one_at_a_time))
