@@ -17,6 +17,13 @@
 
 #include "../core/core.h"
 
+/* The newest opset of the default domain ingot implements: that of the onnx release the conformance
+ * suite is pinned to (tests/conformance). A model importing a later one is refused, naming it; an ONNX
+ * op an engine file stores in the ingot domain (made by the optimizer at a later opset than the model
+ * imports, src/onnx/export.c) is read in this opset's form. */
+#define IG_ONNX_MAX_OPSET         28
+#define IG_ONNX_MAX_OPSET_RELEASE "1.23.1"
+
 #define IG_MAX_RANK INGOT_MAX_RANK
 #define IG_NOSYM    (-1)
 /* Small integer tensors (shape vectors) also carry their values symbolically, up to this many. */

@@ -30,10 +30,7 @@
 
 #include "../ir/ir.h"
 
-/* The newest opset of the default domain ingot implements: that of the onnx release the conformance
- * suite is pinned to (tests/conformance). A model importing a later one is refused, naming it. */
-#define IG_ONNX_MAX_OPSET         28
-#define IG_ONNX_MAX_OPSET_RELEASE "1.23.1"
+/* IG_ONNX_MAX_OPSET, the newest opset of the default domain ingot implements: ../ir/ir.h */
 
 typedef struct ig_onnx_options {
     bool use_mmap;           /* map the file (true) or read it into memory */

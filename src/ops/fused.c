@@ -375,7 +375,7 @@ static void conv_epi_run(void *ctx, float *y)
 }
 
 /* The convolution's own output under a pool: fp32, [N, K, the conv's spatial dims]. */
-static bool conv_out_dims(const ig_graph *g, const ig_node *n, const ig_conv_pool *pl, int64_t *d)
+static bool conv_out_dims(const ig_graph *g, const ig_node *n, int64_t *d)
 {
     const ig_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
     if (!ig__shape_known(&x->shape) || !ig__shape_known(&w->shape) || x->shape.rank != 4 || w->shape.rank != 4)
@@ -393,7 +393,6 @@ static bool conv_out_dims(const ig_graph *g, const ig_node *n, const ig_conv_poo
         if (span < 0 || st[i] < 1) return false;
         d[2 + i] = span / st[i] + 1;
     }
-    (void)pl;
     return true;
 }
 
@@ -406,9 +405,11 @@ static void pool_into(const ig_conv_pool *pl, const float *c, const int64_t *cd,
         for (int64_t qh = 0; qh < QH; qh++)
             for (int64_t qw = 0; qw < QW; qw++) {
                 float m = -INFINITY;
-                for (int64_t r = qh * pl->s[0] - pl->pb[0]; r < qh * pl->s[0] - pl->pb[0] + pl->k[0]; r++)
-                    for (int64_t q = qw * pl->s[1] - pl->pb[1]; q < qw * pl->s[1] - pl->pb[1] + pl->k[1]; q++) {
-                        if (r < 0 || r >= H || q < 0 || q >= W) continue;
+                /* the window clipped to c: the loops never walk the pads */
+                const int64_t r0 = qh * pl->s[0] - pl->pb[0], q0 = qw * pl->s[1] - pl->pb[1];
+                const int64_t r1 = r0 + pl->k[0] < H ? r0 + pl->k[0] : H, q1 = q0 + pl->k[1] < W ? q0 + pl->k[1] : W;
+                for (int64_t r = r0 > 0 ? r0 : 0; r < r1; r++)
+                    for (int64_t q = q0 > 0 ? q0 : 0; q < q1; q++) {
                         const float v = c[(p * H + r) * W + q];
                         if (v > m || isnan(v)) m = isnan(m) ? m : v;
                     }
@@ -419,8 +420,13 @@ static void pool_into(const ig_conv_pool *pl, const float *c, const int64_t *cd,
 static size_t conv_out_bytes(const ig_graph *g, const ig_node *n, int64_t *d)
 {
     ig_conv_pool pl;
-    if (!ig__conv_pool_of(n, &pl, NULL) || !conv_out_dims(g, n, &pl, d)) return 0;
-    return ((size_t)(d[0] * d[1] * d[2] * d[3]) * sizeof(float) + 63) & ~(size_t)63;
+    if (!ig__conv_pool_of(n, &pl, NULL) || !conv_out_dims(g, n, d)) return 0;
+    /* the conv's output is no graph value, so nothing else has bounded its size: a crafted pool of a huge
+     * conv gets 0 here (an error), not a wrapped product */
+    size_t bytes = sizeof(float);
+    for (int i = 0; i < 4; i++)
+        if (d[i] < 1 || !ig__mul_size(bytes, (size_t)d[i], &bytes) || bytes > SIZE_MAX / 2) return 0;
+    return (bytes + 63) & ~(size_t)63;
 }
 
 static ingot_status fused_conv_cpu(ig_exec *ex)

@@ -19,7 +19,7 @@
 
 static bool is_later_onnx(const ig_node *n, const ig_op_def *d)
 {
-    return n->domain && !strcmp(n->domain, "ingot") && (!d->domain || !d->domain[0]) && n->opset < d->since;
+    return n->domain && !strcmp(n->domain, "ingot") && (!d->domain || !d->domain[0]);
 }
 
 static ingot_status resolve_op(ig_graph *g, ig_node *n, ig_err *err)
@@ -38,7 +38,7 @@ static ingot_status resolve_op(ig_graph *g, ig_node *n, ig_err *err)
                         ig__node_label(n), n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type);
     }
     if (is_later_onnx(n, d)) { /* ONNX's op, stored in the ingot domain (ig__op_find): as the optimizer made it */
-        n->opset = d->since;
+        n->opset = IG_ONNX_MAX_OPSET; /* its newest form: Slice's starts and ends inputs, not opset 1's attributes */
         n->domain = "";
     }
     if (!d->infer)

@@ -719,6 +719,31 @@ def case_dense_block():
     return g.model([inp], [out_info(["batch", 24, 4, 4])]), {"input": (2, 3, 16, 16)}, {"max_ew_steps": 13}
 
 
+def case_conv_pool_paths():
+    """Every lowering of a FusedConv with a max pool fused (conv_pool): the stem kernel's pooled form or
+    cuDNN + the pool in one step (a 7x7/2 stem on 3 channels, 56x56 input: bands of several pooled rows);
+    a 3x3 conv on 16 channels with the pool in its cuDNN step; a 1x1 conv as a GEMM, a depthwise conv
+    (ceil_mode), and a conv whose SiLU epilogue is a step of its own, each followed by a pool step.
+    The outputs are summed over space so that one tensor checks them all."""
+    g = G()
+    s = g.op("Relu", [conv_bn(g, "input", 3, 16, 7, stride=2, pad=3)])                       # [B,16,28,28]
+    s = g.op("MaxPool", [s], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])          # [B,16,14,14]
+    a = g.op("Relu", [conv_bn(g, s, 16, 16, 3)])
+    a = g.op("MaxPool", [a], kernel_shape=[2, 2], strides=[2, 2])                             # [B,16,7,7]
+    b = g.op("Relu", [conv_bn(g, s, 16, 24, 1)])
+    b = g.op("MaxPool", [b], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])          # [B,24,7,7]
+    d = g.op("Clip", [conv_bn(g, s, 16, 16, 3, group=16), g.w(np.float32(0)), g.w(np.float32(6))])
+    d = g.op("MaxPool", [d], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)                # [B,16,7,7]
+    e = conv_bn(g, s, 16, 8, 3)
+    e = g.op("Mul", [e, g.op("Sigmoid", [e])])
+    e = g.op("MaxPool", [e], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])          # [B,8,7,7]
+    y = g.op("Concat", [a, b, d, e], axis=1)                                                  # [B,64,7,7]
+    g.op("GlobalAveragePool", [y])
+    g.nodes[-1].output[0] = "output"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, ["batch", 3, 56, 56])
+    return g.model([inp], [out_info(["batch", 64, 1, 1])]), {"input": (2, 3, 56, 56)}
+
+
 def case_poolformer_block(c=36):
     """timm poolformer's token mixer, x + ls * (AvgPool3x3(n) - n), n = GroupNorm(1 group) of x as torch
     exports it (Reshape to [B, 1, -1], InstanceNormalization, Reshape back, Mul, Add), over a patch
@@ -1210,6 +1235,7 @@ CASES = {
     "inception_block": case_inception_block,
     "mixed_concat": case_mixed_concat,
     "dense_block": case_dense_block,
+    "conv_pool_paths": case_conv_pool_paths,
     "poolformer_block": case_poolformer_block,
     "poolformer_block_c64": lambda: case_poolformer_block(64),
     "dwconv_layouts": case_dwconv_layouts,
