@@ -173,6 +173,57 @@ static wb gelu_model(void)
     return model(&g, 17);
 }
 
+/* x [batch,3,16,16] -> Conv 3x3/2 -> Relu -> MaxPool 3x3/2 (conv_pool) -> y [batch,8,4,4]; then a
+ * bottleneck's end: conv3 1x1 of Relu(y) plus a stride-2 1x1 shortcut of y, Relu (shortcut_merge) at
+ * opset 9: the merged conv reads Slice(y, steps 2), an ONNX op of opset 10 or later in this form, which
+ * the file stores in the ingot domain and must read back as it was made (src/onnx/export.c) */
+static wb shortcut_model(void)
+{
+    wb g = {0}, n;
+    const int64_t wd[4] = {8, 3, 3, 3}, w3d[4] = {6, 8, 1, 1}, wsd[4] = {6, 8, 1, 1}, c8[1] = {8}, c6[1] = {6};
+    init_rand(&g, "W", 4, wd, -0.5f, 0.5f);
+    init_rand(&g, "B", 1, c8, -0.1f, 0.1f);
+    init_rand(&g, "W3", 4, w3d, -0.5f, 0.5f);
+    init_rand(&g, "B3", 1, c6, -0.1f, 0.1f);
+    init_rand(&g, "Ws", 4, wsd, -0.5f, 0.5f);
+    init_rand(&g, "Bs", 1, c6, -0.1f, 0.1f);
+    const int64_t k3[2] = {3, 3}, k1[2] = {1, 1}, p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2};
+    n = node("Conv", "stem", (const char *[]){"x", "W", "B"}, 3, (const char *[]){"c"}, 1);
+    attr_ints(&n, "kernel_shape", k3, 2);
+    attr_ints(&n, "pads", p1, 4);
+    attr_ints(&n, "strides", s2, 2);
+    add_node(&g, &n);
+    n = node("Relu", "stem_relu", (const char *[]){"c"}, 1, (const char *[]){"r"}, 1);
+    add_node(&g, &n);
+    n = node("MaxPool", "pool", (const char *[]){"r"}, 1, (const char *[]){"y"}, 1);
+    attr_ints(&n, "kernel_shape", k3, 2);
+    attr_ints(&n, "pads", p1, 4);
+    attr_ints(&n, "strides", s2, 2);
+    add_node(&g, &n);
+    n = node("Relu", "relu_y", (const char *[]){"y"}, 1, (const char *[]){"ry"}, 1);
+    add_node(&g, &n);
+    n = node("Conv", "conv3", (const char *[]){"ry", "W3", "B3"}, 3, (const char *[]){"c3"}, 1);
+    attr_ints(&n, "kernel_shape", k1, 2);
+    attr_ints(&n, "strides", s2, 2);
+    add_node(&g, &n);
+    n = node("Conv", "down", (const char *[]){"y", "Ws", "Bs"}, 3, (const char *[]){"cd"}, 1);
+    attr_ints(&n, "kernel_shape", k1, 2);
+    attr_ints(&n, "strides", s2, 2);
+    add_node(&g, &n);
+    n = node("Add", "add", (const char *[]){"c3", "cd"}, 2, (const char *[]){"a"}, 1);
+    add_node(&g, &n);
+    n = node("Relu", "relu", (const char *[]){"a"}, 1, (const char *[]){"out"}, 1);
+    add_node(&g, &n);
+    w_str(&g, 2, "shortcut");
+    const int64_t xd[4] = {-1, 3, 16, 16}, od[4] = {-1, 6, 2, 2};
+    const char *xp[4] = {"batch", NULL, NULL, NULL};
+    wb vi = value_info("x", 1, 4, xd, xp);
+    w_msg(&g, 11, &vi);
+    vi = value_info("out", 1, 4, od, xp);
+    w_msg(&g, 12, &vi);
+    return model(&g, 9);
+}
+
 /* ---- helpers ---------------------------------------------------------------------------------------- */
 
 static ingot_engine *build(ingot_runtime *rt, const wb *m, int64_t batch)
@@ -377,6 +428,7 @@ static const rt_case cases[] = {
     {"small", small_model, "x", 2, {3, 4}},
     {"conv", conv_model, "x", 4, {2, 3, 8, 8}},
     {"gelu at opset 17", gelu_model, "x", 2, {3, 4}},
+    {"pooled stem and merged shortcut at opset 9", shortcut_model, "x", 4, {2, 3, 16, 16}},
 };
 
 static void test_roundtrip(void)
