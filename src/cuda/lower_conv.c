@@ -193,8 +193,6 @@ static ingot_status extras_of(ig_lower *L, int32_t id, const ig_pw_prog *epi, co
     return INGOT_OK;
 }
 
-/* Finish: the output value gets `yt` (the library's output, when it applied everything), or the
- * epilogue step's output. */
 static ingot_status pool_after(ig_lower *L, int32_t id, const conv_geo *c, int32_t yt);
 static int32_t pool_output(ig_lower *L, int32_t id, int32_t xt);
 static void pool_of_conv(const conv_geo *c, const ig_cu_tensor *x, const ig_cu_tensor *y, ig_pool_args *p);
@@ -205,6 +203,8 @@ static int32_t conv_out_slot(ig_lower *L, int32_t id, const conv_geo *c, int32_t
     return c->pooled || c->rank != 4 ? yt : ig__lw_concat_slot(L, ig__lw_node(L, id)->outputs[0], yt);
 }
 
+/* Finish: the output value gets `yt` (the library's output, when it applied everything), or the
+ * epilogue step's output; a pooled node's output is the pool step's, after them. */
 static ingot_status conv_finish(ig_lower *L, int32_t id, const conv_geo *c, int32_t yt, int32_t bias_left,
                                 const ig_pw_prog *epi, bool epi_done, const int32_t *extra_v)
 {
