@@ -186,8 +186,7 @@ static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t fi)
     for (int k = 0; k < 2; k++)
         if ((strides[k][0] > 1 || strides[k][1] > 1) && (st = subsample(cx, &ins[k], strides[k])) != INGOT_OK)
             return st;
-    f = &g->nodes[fi];
-    c3 = &g->nodes[ci];
+    f = &g->nodes[fi]; /* the node arrays may have moved */
     char name[256];
     snprintf(name, sizeof name, "%s_inputs", f->name ? f->name : "shortcut");
     const int32_t cat = ig__graph_new_value(g, name, cx->err);
@@ -195,7 +194,6 @@ static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t fi)
     const int32_t cn = ig__opt_add_node(cx, name, "Concat", "", 13, 2, 1, 1);
     if (cn < 0) return cx->err->status;
     f = &g->nodes[fi];
-    c3 = &g->nodes[ci];
     g->nodes[cn].inputs[0] = ins[0];
     g->nodes[cn].inputs[1] = ins[1];
     if ((st = ig__node_set_int(g, &g->nodes[cn], 0, "axis", 1, cx->err)) != INGOT_OK) return st;
