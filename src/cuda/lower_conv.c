@@ -102,10 +102,12 @@ static void conv_geometry(const ig_graph *g, const ig_node *n, conv_geo *c)
         conv_pads(n, sp, c->in, c->out, c->k, c->st, c->dl, c->pb, c->pe);
     c->group = ig__attr_int(n, "group", 1);
     c->K = transpose ? w->shape.d[1].n * c->group : w->shape.d[0].n;
-    /* pooled (explicit pads, 2-D: the op's inference holds it to that): the conv's size from its window */
-    c->pooled = n->op == IG_OP_fused_conv && sp == 2 && ig__conv_pool_of(n, &c->pool, NULL);
-    for (int32_t i = 0; c->pooled && i < 2; i++)
-        c->out[i] = (c->in[i] + c->pb[i] + c->pe[i] - c->dl[i] * (c->k[i] - 1) - 1) / c->st[i] + 1;
+    /* pooled (explicit pads, 2-D: the op's inference holds it to that): the conv's own size, as the CPU
+     * op works it out */
+    int64_t cd[4];
+    c->pooled =
+        n->op == IG_OP_fused_conv && sp == 2 && ig__conv_pool_of(n, &c->pool, NULL) && ig__conv_out_dims(g, n, cd);
+    for (int32_t i = 0; c->pooled && i < 2; i++) c->out[i] = cd[2 + i];
     if (sp == 1) { /* [N, C, L] as [N, C, 1, L] */
         c->in[1] = c->in[0];
         c->out[1] = c->out[0];

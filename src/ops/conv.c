@@ -1322,6 +1322,73 @@ static ingot_status pool_cpu(ig_exec *ex, win_kind kind)
 }
 
 static ingot_status max_pool_cpu(ig_exec *ex) { return pool_cpu(ex, WIN_MAXPOOL); }
+
+/* ---- ingot.FusedConv's fused max pool (op.h), through MaxPool's window code ---------------------- */
+
+/* The pool's window, as a MaxPool node with those attributes parses to (ig__conv_pool_of checked them). */
+static void fused_pool_window(const ig_conv_pool *p, window *w)
+{
+    memset(w, 0, sizeof *w);
+    w->kind = WIN_MAXPOOL;
+    w->nsp = 2;
+    w->group = 1;
+    w->autopad = PAD_NOTSET;
+    w->ceil_mode = p->ceil_mode;
+    for (int i = 0; i < 2; i++) {
+        w->kernel[i] = p->k[i];
+        w->stride[i] = p->s[i];
+        w->dil[i] = 1;
+        w->pad_b[i] = p->pb[i];
+        w->pad_e[i] = p->pe[i];
+    }
+}
+
+/* Its geometry over a conv output of dims xd. */
+static bool fused_pool_geom(const ig_node *n, const ig_conv_pool *p, const int64_t *xd, geom *gm)
+{
+    memset(gm, 0, sizeof *gm);
+    fused_pool_window(p, &gm->w);
+    gm->nsp = 2;
+    gm->n = xd[0];
+    gm->c = gm->m = xd[1];
+    gm->cg = gm->mg = 1;
+    gm->in_sp = gm->out_sp = gm->kprod = 1;
+    for (int i = 0; i < 2; i++) {
+        gm->in[i] = xd[2 + i];
+        if (resolve_dim(NULL, n, &gm->w, i, gm->in[i], &gm->out[i], &gm->pb[i], &gm->pe[i]) != INGOT_OK) return false;
+        gm->in_sp *= gm->in[i];
+        gm->out_sp *= gm->out[i];
+        gm->kprod *= gm->w.kernel[i];
+    }
+    return true;
+}
+
+int64_t ig__conv_pool_size(const ig_node *n, const ig_conv_pool *p, int i, int64_t in)
+{
+    window w;
+    fused_pool_window(p, &w);
+    int64_t out = 0, pb, pe;
+    return resolve_dim(NULL, n, &w, i, in, &out, &pb, &pe) == INGOT_OK ? out : 0;
+}
+
+bool ig__conv_out_dims(const ig_graph *g, const ig_node *n, int64_t *dims)
+{
+    geom gm;
+    if (!graph_geom(g, n, WIN_CONV, &gm) || gm.nsp != 2) return false;
+    const int64_t d[4] = {gm.n, gm.m, gm.out[0], gm.out[1]};
+    memcpy(dims, d, sizeof d);
+    return true;
+}
+
+void ig__conv_pool_f32(struct ig_pool *pool, const ig_node *n, const ig_conv_pool *p, const float *x, const int64_t *xd,
+                       float *y)
+{
+    geom gm;
+    if (!fused_pool_geom(n, p, xd, &gm)) return; /* the caller checked the output's shape against it */
+    pool_job jb = {&gm, x, y, NULL, true};
+    ig__parallel_for(pool, gm.n * gm.c, 1 + (1 << 14) / (gm.out_sp * gm.kprod + 1), pool2d_range, &jb);
+}
+
 static ingot_status average_pool_cpu(ig_exec *ex) { return pool_cpu(ex, WIN_AVGPOOL); }
 
 static size_t pool_scratch_common(const ig_graph *g, const ig_node *n)

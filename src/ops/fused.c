@@ -21,7 +21,6 @@
 #include "../cpu/cpu.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <string.h>
 #include <stdio.h>
 
@@ -182,11 +181,12 @@ static void epilogue_apply(ig_exec *ex, const ig_pw_prog *p, int32_t first_extra
     ig__pw_apply(ex->pool, p, ins, p->n_in, &yv);
 }
 
-static double epilogue_flops(const ig_graph *g, const ig_node *n)
+/* An instruction an element of what the epilogue runs over (numel; < 0: the node's output). */
+static double epilogue_flops(const ig_graph *g, const ig_node *n, double numel)
 {
     const ig_attr *a = ig__node_attr(n, "epilogue_ops");
     if (!a || a->type != IG_ATTR_INTS || n->n_outputs < 1) return 0;
-    return (double)(a->n / 4) * ig__value_numel(g, n->outputs[0]);
+    return (double)(a->n / 4) * (numel >= 0 ? numel : ig__value_numel(g, n->outputs[0]));
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -290,12 +290,8 @@ const ig_op_def ig__op_pointwise = {
 
 #define CONV_EXTRAS 3
 
-bool ig__conv_pool_of(const ig_node *n, ig_conv_pool *p, bool *bad)
+bool ig__conv_pool_read(const int64_t *v, int64_t nv, ig_conv_pool *p)
 {
-    const int64_t *v;
-    int64_t nv;
-    if (bad) *bad = false;
-    if (!ig__attr_ints(n, "pool", &v, &nv)) return false;
     bool ok = nv == 9 && (v[8] == 0 || v[8] == 1);
     for (int i = 0; ok && i < 2; i++) {
         p->k[i] = v[i], p->s[i] = v[2 + i], p->pb[i] = v[4 + i], p->pe[i] = v[6 + i];
@@ -303,22 +299,19 @@ bool ig__conv_pool_of(const ig_node *n, ig_conv_pool *p, bool *bad)
         ok = p->k[i] >= 1 && p->k[i] <= 1 << 16 && p->s[i] >= 1 && p->s[i] <= 1 << 16 && p->pb[i] >= 0 &&
              p->pb[i] < p->k[i] && p->pe[i] >= 0 && p->pe[i] < p->k[i];
     }
-    if (ok) p->ceil_mode = nv == 9 && v[8] == 1;
-    if (bad) *bad = !ok;
+    if (ok) p->ceil_mode = v[8] == 1;
     return ok;
 }
 
-int64_t ig__conv_pool_size(const ig_conv_pool *p, int i, int64_t in)
+bool ig__conv_pool_of(const ig_node *n, ig_conv_pool *p, bool *bad)
 {
-    if (in < 1 || in > INT64_MAX / 4) return 0;
-    const int64_t span = in + p->pb[i] + p->pe[i] - p->k[i];
-    if (span < 0) return 0;
-    int64_t o = span / p->s[i] + 1;
-    if (p->ceil_mode) {
-        o = (span + p->s[i] - 1) / p->s[i] + 1;
-        if ((o - 1) * p->s[i] >= in + p->pb[i]) o--; /* the last window starts inside the input or its pad */
-    }
-    return o;
+    const int64_t *v;
+    int64_t nv;
+    if (bad) *bad = false;
+    if (!ig__attr_ints(n, "pool", &v, &nv)) return false;
+    const bool ok = ig__conv_pool_read(v, nv, p);
+    if (bad) *bad = !ok;
+    return ok;
 }
 
 /* The pooled output: the conv's (and the epilogue's) shape with its spatial dims pooled. */
@@ -346,7 +339,7 @@ static ingot_status pool_infer(ig_infer *cx)
             os.d[2 + i] = ig__dim_fresh(cx);
             continue;
         }
-        const int64_t q = ig__conv_pool_size(&pl, i, os.d[2 + i].n);
+        const int64_t q = ig__conv_pool_size(cx->node, &pl, i, os.d[2 + i].n);
         if (q < 1)
             return ig__fail_shape(cx, "the pool's window (%" PRId64 ") is larger than the padded output (%" PRId64 ")",
                                   pl.k[i], os.d[2 + i].n);
@@ -374,59 +367,22 @@ static void conv_epi_run(void *ctx, float *y)
     epilogue_apply(c->ex, c->p, CONV_EXTRAS, y);
 }
 
-/* The convolution's own output under a pool: fp32, [N, K, the conv's spatial dims]. */
-static bool conv_out_dims(const ig_graph *g, const ig_node *n, int64_t *d)
-{
-    const ig_value *x = &g->values[n->inputs[0]], *w = &g->values[n->inputs[1]];
-    if (!ig__shape_known(&x->shape) || !ig__shape_known(&w->shape) || x->shape.rank != 4 || w->shape.rank != 4)
-        return false;
-    const int64_t *a;
-    int64_t na;
-    int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0};
-    if (ig__attr_ints(n, "strides", &a, &na) && na == 2) st[0] = a[0], st[1] = a[1];
-    if (ig__attr_ints(n, "dilations", &a, &na) && na == 2) dl[0] = a[0], dl[1] = a[1];
-    if (ig__attr_ints(n, "pads", &a, &na) && na == 4) memcpy(pd, a, sizeof pd);
-    d[0] = x->shape.d[0].n;
-    d[1] = w->shape.d[0].n;
-    for (int i = 0; i < 2; i++) {
-        const int64_t span = x->shape.d[2 + i].n + pd[i] + pd[2 + i] - (w->shape.d[2 + i].n - 1) * dl[i] - 1;
-        if (span < 0 || st[i] < 1) return false;
-        d[2 + i] = span / st[i] + 1;
-    }
-    return true;
-}
-
-/* A max pool of the fp32 conv output c [N, K, H, W] into y (its dtype), windows clipped to c (NaN
- * propagates, as MaxPool's kernel does). */
-static void pool_into(const ig_conv_pool *pl, const float *c, const int64_t *cd, ig_tensor *y)
-{
-    const int64_t H = cd[2], W = cd[3], QH = y->dims[2], QW = y->dims[3], es = (int64_t)ingot_dtype_size(y->dtype);
-    for (int64_t p = 0; p < cd[0] * cd[1]; p++)
-        for (int64_t qh = 0; qh < QH; qh++)
-            for (int64_t qw = 0; qw < QW; qw++) {
-                float m = -INFINITY;
-                /* the window clipped to c: the loops never walk the pads */
-                const int64_t r0 = qh * pl->s[0] - pl->pb[0], q0 = qw * pl->s[1] - pl->pb[1];
-                const int64_t r1 = r0 + pl->k[0] < H ? r0 + pl->k[0] : H, q1 = q0 + pl->k[1] < W ? q0 + pl->k[1] : W;
-                for (int64_t r = r0 > 0 ? r0 : 0; r < r1; r++)
-                    for (int64_t q = q0 > 0 ? q0 : 0; q < q1; q++) {
-                        const float v = c[(p * H + r) * W + q];
-                        if (v > m || isnan(v)) m = isnan(m) ? m : v;
-                    }
-                ig__from_f32(y->dtype, &m, 1, (char *)y->data + ((p * QH + qh) * QW + qw) * es);
-            }
-}
-
 static size_t conv_out_bytes(const ig_graph *g, const ig_node *n, int64_t *d)
 {
     ig_conv_pool pl;
-    if (!ig__conv_pool_of(n, &pl, NULL) || !conv_out_dims(g, n, d)) return 0;
+    if (!ig__conv_pool_of(n, &pl, NULL) || !ig__conv_out_dims(g, n, d)) return 0;
     /* the conv's output is no graph value, so nothing else has bounded its size: a crafted pool of a huge
      * conv gets 0 here (an error), not a wrapped product */
     size_t bytes = sizeof(float);
     for (int i = 0; i < 4; i++)
         if (d[i] < 1 || !ig__mul_size(bytes, (size_t)d[i], &bytes) || bytes > SIZE_MAX / 2) return 0;
     return (bytes + 63) & ~(size_t)63;
+}
+
+/* The pooled result in fp32 before it is rounded to the output's type (none for an fp32 output). */
+static size_t pooled_f32_bytes(ingot_dtype t, int64_t numel)
+{
+    return t == INGOT_DTYPE_FLOAT ? 0 : ((size_t)numel * sizeof(float) + 63) & ~(size_t)63;
 }
 
 static ingot_status fused_conv_cpu(ig_exec *ex)
@@ -439,23 +395,23 @@ static ingot_status fused_conv_cpu(ig_exec *ex)
     conv_epi c = {ex, &p};
     ig_conv_pool pl;
     if (!ig__conv_pool_of(ex->node, &pl, NULL)) return ig__conv_cpu_run(ex, p.n_ops ? conv_epi_run : NULL, &c);
-    /* pooled: the conv (and epilogue) into fp32 scratch after the conv's own, then the pool */
+    /* pooled: the conv (and epilogue) into fp32 scratch after the conv's own, then MaxPool's kernel */
     int64_t cd[4];
+    ig_tensor *y = ex->out[0];
     const size_t cbytes = conv_out_bytes(ex->g, ex->node, cd), conv_need = ig__op_conv.cpu_scratch(ex->g, ex->node);
     if (!cbytes) return ig__exec_fail(ex, INGOT_ERR_INTERNAL, "the pooled convolution's shape is not known");
+    if (y->rank != 4 || y->dims[0] != cd[0] || y->dims[1] != cd[1] ||
+        y->dims[2] != ig__conv_pool_size(ex->node, &pl, 0, cd[2]) ||
+        y->dims[3] != ig__conv_pool_size(ex->node, &pl, 1, cd[3]))
+        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "the output is not the pooled convolution's shape");
     const size_t at = (conv_need + 63) & ~(size_t)63;
     char *base = NULL;
     void *own;
-    if ((st = ig__exec_scratch(ex, at + cbytes, &base, &own)) != INGOT_OK) return st;
+    if ((st = ig__exec_scratch(ex, at + cbytes + pooled_f32_bytes(y->dtype, y->numel), &base, &own)) != INGOT_OK)
+        return st;
     ig_tensor conv_out = {
         .dtype = INGOT_DTYPE_FLOAT, .rank = 4, .numel = cd[0] * cd[1] * cd[2] * cd[3], .data = base + at};
     memcpy(conv_out.dims, cd, sizeof cd);
-    ig_tensor *y = ex->out[0];
-    if (y->rank != 4 || y->dims[0] != cd[0] || y->dims[1] != cd[1] || y->dims[2] != ig__conv_pool_size(&pl, 0, cd[2]) ||
-        y->dims[3] != ig__conv_pool_size(&pl, 1, cd[3])) {
-        if (own) ig__free_aligned(own);
-        return ig__exec_fail(ex, INGOT_ERR_MODEL_SHAPE, "the output is not the pooled convolution's shape");
-    }
     /* the conv runs as a node of its own whose output is conv_out, on the first part of the scratch */
     ig_tensor *outs[1] = {&conv_out};
     ig_exec sub = *ex;
@@ -465,7 +421,11 @@ static ingot_status fused_conv_cpu(ig_exec *ex)
     sub.scratch_bytes = at;
     c.ex = &sub;
     st = ig__conv_cpu_run(&sub, p.n_ops ? conv_epi_run : NULL, &c);
-    if (st == INGOT_OK) pool_into(&pl, conv_out.data, cd, y);
+    if (st == INGOT_OK) {
+        float *yf = y->dtype == INGOT_DTYPE_FLOAT ? y->data : (float *)(base + at + cbytes);
+        ig__conv_pool_f32(ex->pool, ex->node, &pl, conv_out.data, cd, yf);
+        ig__from_f32(y->dtype, yf, y->numel, y->data);
+    }
     if (own) ig__free_aligned(own);
     return st;
 }
@@ -474,19 +434,20 @@ static size_t fused_conv_scratch(const ig_graph *g, const ig_node *n)
 {
     int64_t d[4];
     const size_t pooled = conv_out_bytes(g, n, d), conv = ig__op_conv.cpu_scratch(g, n);
-    return pooled ? ((conv + 63) & ~(size_t)63) + pooled : conv;
+    if (!pooled) return conv;
+    const ig_value *y = &g->values[n->outputs[0]];
+    return ((conv + 63) & ~(size_t)63) + pooled +
+           pooled_f32_bytes(y->dtype, (int64_t)ig__value_numel(g, n->outputs[0]));
 }
 
 static double fused_conv_flops(const ig_graph *g, const ig_node *n)
 {
     int64_t d[4];
-    if (!conv_out_bytes(g, n, d)) return ig__op_conv.flops(g, n) + epilogue_flops(g, n);
-    /* pooled: the epilogue on the conv's output, a compare per window tap of the pooled one */
-    const ig_attr *a = ig__node_attr(n, "epilogue_ops");
-    const double conv_numel = (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
     ig_conv_pool pl;
-    ig__conv_pool_of(n, &pl, NULL);
-    return ig__op_conv.flops(g, n) + (a && a->type == IG_ATTR_INTS ? (double)(a->n / 4) * conv_numel : 0) +
+    if (!conv_out_bytes(g, n, d) || !ig__conv_pool_of(n, &pl, NULL))
+        return ig__op_conv.flops(g, n) + epilogue_flops(g, n, -1);
+    /* pooled: the epilogue on the conv's output, a compare per window tap of the pooled one */
+    return ig__op_conv.flops(g, n) + epilogue_flops(g, n, (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3]) +
            ig__value_numel(g, n->outputs[0]) * (double)(pl.k[0] * pl.k[1]);
 }
 
@@ -731,7 +692,7 @@ static double fused_matmul_flops(const ig_graph *g, const ig_node *n)
     double outs = (double)p.nbatch * (double)p.m * (double)p.n;
     double f = 2.0 * outs * (double)p.k;
     if (n->n_inputs > 2 && n->inputs[2] >= 0) f += outs;
-    return f + epilogue_flops(g, n);
+    return f + epilogue_flops(g, n, -1);
 }
 
 const ig_op_def ig__op_fused_matmul = {

@@ -174,8 +174,15 @@ typedef struct ig_conv_pool {
 } ig_conv_pool;
 /* false when n has no pool; *bad (if given) says the attribute is there but malformed. */
 bool ig__conv_pool_of(const ig_node *n, ig_conv_pool *p, bool *bad);
-/* The pooled size along spatial dim i of a conv output of `in` (MaxPool's rule; < 1: none). */
-int64_t ig__conv_pool_size(const ig_conv_pool *p, int i, int64_t in);
+/* The 9 ints v [nv] as a pool: false when they are not a valid one. */
+bool ig__conv_pool_read(const int64_t *v, int64_t nv, ig_conv_pool *p);
+/* The rest works through MaxPool's own window code (src/ops/conv.c): the pooled size along spatial dim
+ * i of a conv output of `in` (0: none); node n's 2-D conv output [N, K, H, W] from the graph's shapes
+ * (false: not concrete); and the pool of an fp32 conv output x [xd] into y, fp32. */
+int64_t ig__conv_pool_size(const ig_node *n, const ig_conv_pool *p, int i, int64_t in);
+bool ig__conv_out_dims(const ig_graph *g, const ig_node *n, int64_t *dims);
+void ig__conv_pool_f32(struct ig_pool *pool, const ig_node *n, const ig_conv_pool *p, const float *x, const int64_t *xd,
+                       float *y);
 
 /* ---- helpers for CPU kernels ---- */
 typedef void (*ig_range_fn)(void *arg, int64_t begin, int64_t end);

@@ -41,10 +41,8 @@ static bool pool_attr(const ig_graph *g, const ig_node *m, int64_t *v)
         memcpy(v + 4, a, 4 * sizeof *v);
     }
     v[8] = ig__attr_int(m, "ceil_mode", 0);
-    for (int i = 0; i < 2; i++)
-        if (v[i] < 1 || v[2 + i] < 1 || v[4 + i] < 0 || v[4 + i] >= v[i] || v[6 + i] < 0 || v[6 + i] >= v[i])
-            return false;
-    return v[8] == 0 || v[8] == 1;
+    ig_conv_pool p;
+    return ig__conv_pool_read(v, 9, &p); /* the checks the fused op makes of the attribute */
 }
 
 static ingot_status visit(ig_opt_ctx *cx, ig_opt_walk *w, int32_t id)
