@@ -178,7 +178,7 @@ static void random_pool(ig_stem_args &a)
         a.pkh = a.pkw = 3, a.psh = a.psw = 2, a.pph = a.ppw = 1;
     } else {
         a.psh = rint_in(1, 3), a.pkh = a.psh + rint_in(0, 1);
-        a.psw = rint_in(1, 3), a.pkw = rint_in(1, 4);
+        a.psw = rint_in(1, 3), a.pkw = rint_in(1, STEM_POOL_MAX_KW);
         a.pph = rint_in(0, a.pkh - 1), a.ppw = rint_in(0, a.pkw - 1);
     }
     const bool ceil_mode = rnd() % 3 == 0;
@@ -218,8 +218,11 @@ static void run_case(int trial, bool pooled)
         a.h += 10; /* bands of several pooled rows */
         a.oh = (a.h + 2 * a.ph - a.r) / a.sh + 1;
         if (a.ow > STEM_BM) a.w -= (a.ow - STEM_BM) * a.sw, a.ow = STEM_BM; /* a whole row is one tile */
-        do random_pool(a);
-        while (!stem_pool_applies(a) && a.qw > STEM_POOL_QW);
+        /* again while the pool has no output (a window wider than the padded row) or too many columns */
+        for (int tries = 0; tries < 100; tries++) {
+            random_pool(a);
+            if (a.qh >= 1 && a.qw >= 1 && a.qw <= STEM_POOL_QW) break;
+        }
     }
     /* x: channels-last or planar */
     const bool xcl = rnd() % 2;
@@ -233,7 +236,11 @@ static void run_case(int trial, bool pooled)
     const int64_t ys3 = a.k + (rnd() % 3 == 0 ? 8 * rint_in(1, 2) : 0), yoff = ys3 > a.k ? 8 : 0;
     a.ys[1] = 1, a.ys[3] = ys3, a.ys[2] = yw * ys3, a.ys[0] = yh * yw * ys3;
     if (pooled ? !stem_pool_applies(a) : !stem_applies(a)) {
-        printf("FAIL trial %d: the kernel refuses a problem it should take (pooled %d)\n", trial, (int)pooled);
+        printf(
+            "FAIL trial %d: the kernel refuses a problem it should take (pooled %d: conv %lldx%lld, pool %dx%d s %d,%d "
+            "p %d,%d -> %lldx%lld)\n",
+            trial, (int)pooled, (long long)a.oh, (long long)a.ow, a.pkh, a.pkw, a.psh, a.psw, a.pph, a.ppw,
+            (long long)a.qh, (long long)a.qw);
         failures++;
         return;
     }
@@ -277,9 +284,17 @@ static void run_case(int trial, bool pooled)
         for (int t = 0; t < stem_bands(a); t++) {
             int n, po0, po1, r0, r1;
             stem_band(a, t, n, po0, po1, r0, r1);
+            int po = po0;
             for (int cr = r0; cr <= r1; cr++) {
                 if (!tile_outs(P, wsm, n0, ntiles, n, cr, 0, (int)a.ow, out)) return;
-                const stem_role role = stem_pool_role(a, po0, po1, cr);
+                /* the kernel's incremental role must be the one worked out from the row alone */
+                const stem_role role = stem_pool_role_next(a, po1, cr, po), want = stem_pool_role(a, po0, po1, cr);
+                if ((role.n != want.n ||
+                     (role.n && (role.po != want.po || role.first != want.first || role.last != want.last))) &&
+                    failures++ < 10)
+                    printf("FAIL trial %d: row %d's role (po %d n %d first %u last %u), want (po %d n %d first %u "
+                           "last %u)\n",
+                           trial, cr, role.po, role.n, role.first, role.last, want.po, want.n, want.first, want.last);
                 for (int tid = 0; tid < STEM_THREADS; tid++) {
                     int g, qo0, qstep;
                     if (!stem_pool_items(ntiles, tid, g, qo0, qstep)) continue;

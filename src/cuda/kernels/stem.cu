@@ -242,7 +242,7 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem
  * pooled along W from sm.buf and into the ring (dynamic shared memory: a pooled row's columns by the
  * block's channel groups of 8, STEM_POOL_QW x STEM_BN / 8 slots at most). A thread keeps the same ring
  * slots for every row (stem_pool_items), so the ring needs no barrier of its own; what a row does in the
- * band's windows is worked out once a row (stem_pool_role), not once a slot: the first version did it
+ * band's windows is worked out once a row (stem_pool_role_next), not once a slot: the first version did it
  * per slot, with two divisions each, and took 586 us under ncu against the unpooled 448 (ResNet-50's
  * stem at batch 256). */
 template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem_pool_kernel(const ig_stem_args a)
@@ -265,9 +265,10 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem
         int n, po0, po1, r0, r1;
         stem_band(a, t, n, po0, po1, r0, r1);
         __half *yn = (__half *)a.y + n * a.ys[0] + n0 + g * 8;
+        int po = po0;
         for (int cr = r0; cr <= r1; cr++) {
             stem_tile_outs<C, NT>(a, sm, bias, coff, n, cr, 0, (int)a.ow, kp);
-            const stem_role role = stem_pool_role(a, po0, po1, cr); /* the block's, not a slot's */
+            const stem_role role = stem_pool_role_next(a, po1, cr, po); /* the block's, not a slot's */
             if (!active) continue;
             for (int qo = qo0; qo < a.qw; qo += qstep) {
                 const int i = qo * ng + g;

@@ -151,15 +151,17 @@ IG_STEM_HD int stem_ldsm_b(int lane, int j, int k0)
  * share at most one conv row (pkh - psh is 0 or 1), and that row is the last of one window and the
  * first of the next. Max commutes with rounding, so the result is bit for bit the conv's fp16 output
  * pooled. A band recomputes the conv row it shares with the previous band (1 in 2 band + 1 rows). */
-#define STEM_POOL_QW 64 /* pooled columns the ring holds */
+#define STEM_POOL_QW     64 /* pooled columns the ring holds */
+#define STEM_POOL_MAX_KW 4  /* window columns, unrolled */
 
 static inline __host__ __device__ bool stem_pool_applies(const ig_stem_args &a)
 {
     if (!stem_applies(a) || a.ow > STEM_BM || a.pkh < 1 || a.pkw < 1 || a.psh < 1 || a.psw < 1 || a.pkh - a.psh < 0 ||
-        a.pkh - a.psh > 1 || a.pph < 0 || a.pph >= a.pkh || a.ppw < 0 || a.ppw >= a.pkw || a.qh < 1 || a.qw < 1 ||
-        a.qw > STEM_POOL_QW || a.pkh > a.oh + a.pph || a.pkw > a.ow + a.ppw)
+        a.pkh - a.psh > 1 || a.pph < 0 || a.pph >= a.pkh || a.ppw < 0 || a.ppw >= a.pkw || a.pkw > STEM_POOL_MAX_KW ||
+        a.qh < 1 || a.qw < 1 || a.qw > STEM_POOL_QW)
         return false;
-    /* every window holds a conv row and column (its start inside the output or its leading pads) */
+    /* every window holds a conv row and column: it starts inside the output or its leading pads (smaller
+     * than the window), so it reaches row / column 0 at least */
     return (a.qh - 1) * a.psh - a.pph < a.oh && (a.qw - 1) * a.psw - a.ppw < a.ow && a.n * a.qh < INT32_MAX;
 }
 
@@ -200,16 +202,21 @@ static inline int stem_band_for(const ig_stem_args &a, int slots)
 }
 
 /* The 8 channels at h[0..3] of pooled column qo along W: the max over its window's columns of the
- * staged conv row buf (STEM_LDO halves a pixel, the group's channels from ch). NaN propagates, as the
- * max pool's kernel does. */
+ * staged conv row buf (STEM_LDO halves a pixel, the group's channels from ch, 16 bytes a load). NaN
+ * propagates, as the max pool's kernel does. The window's columns are unrolled (at most
+ * STEM_POOL_MAX_KW): the first version looped over them with 4-byte loads, ~75 instructions a slot. */
 IG_STEM_HD void stem_pool_cols(const ig_stem_args &a, const __half *buf, int qo, int ch, __half2 (&h)[4])
 {
     const int c0 = qo * a.psw - a.ppw;
     bool any = false;
-    for (int s = 0; s < a.pkw; s++) {
+#pragma unroll
+    for (int s = 0; s < STEM_POOL_MAX_KW; s++) {
         const int col = c0 + s;
-        if (col < 0 || col >= (int)a.ow) continue;
-        const __half2 *v = (const __half2 *)(buf + col * STEM_LDO + ch);
+        if (s >= a.pkw || col < 0 || col >= (int)a.ow) continue;
+        const uint4 q = *(const uint4 *)(buf + col * STEM_LDO + ch);
+        const __half2 v[4] = {*(const __half2 *)&q.x, *(const __half2 *)&q.y, *(const __half2 *)&q.z,
+                              *(const __half2 *)&q.w};
+#pragma unroll
         for (int e = 0; e < 4; e++) h[e] = any ? __hmax2_nan(h[e], v[e]) : v[e];
         any = true;
     }
@@ -236,6 +243,28 @@ IG_STEM_HD stem_role stem_pool_role(const ig_stem_args &a, int po0, int po1, int
         stem_pool_rows(a, po, first, last);
         r.first |= (unsigned)(cr == first) << r.n;
         r.last |= (unsigned)(cr == last) << r.n;
+    }
+    return r;
+}
+
+/* stem_pool_role for the rows of a band in order, without its divisions (two a row took ~50
+ * instructions of every thread): po, the first window not yet complete, moves on as rows pass its last.
+ * Start with po = po0 and call it for r0, r0 + 1, ..., r1. */
+IG_STEM_HD stem_role stem_pool_role_next(const ig_stem_args &a, int po1, int cr, int &po)
+{
+    int first, last;
+    stem_pool_rows(a, po, first, last);
+    if (cr > last && po + 1 < po1) {
+        po++;
+        stem_pool_rows(a, po, first, last);
+    }
+    stem_role r = {po, 0, 0u, 0u};
+    for (int u = 0; u < 2 && po + u < po1; u++) {
+        if (u == 1) stem_pool_rows(a, po + 1, first, last);
+        if (cr < first || cr > last) break;
+        r.first |= (unsigned)(cr == first) << r.n;
+        r.last |= (unsigned)(cr == last) << r.n;
+        r.n++;
     }
     return r;
 }
