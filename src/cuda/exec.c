@@ -1274,7 +1274,8 @@ int64_t ig__cuda_ctx_step_algos(ig_cuda_ctx *c, char (*algo)[IG_CU_ALGO_DESC], i
         if (s->kind == IG_ST_EW && s->u.ew.jit)
             snprintf(algo[k], IG_CU_ALGO_DESC, "generated kernel (NVRTC)");
         else if (s->kind == IG_ST_EW && ingot_cuda_ew_transposes(&s->u.ew.args))
-            snprintf(algo[k], IG_CU_ALGO_DESC, "transposing copy (shared-memory tile)");
+            snprintf(algo[k], IG_CU_ALGO_DESC, "transposing copy (%s)",
+                     ingot_cuda_ew_transposes(&s->u.ew.args) == 2 ? "pixels in registers" : "shared-memory tile");
         else if (s->kind == IG_ST_CONV)
             ig__cu_conv_describe(s, algo[k], IG_CU_ALGO_DESC);
         else if (s->kind == IG_ST_GEMM)

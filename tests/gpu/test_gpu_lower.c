@@ -40,7 +40,10 @@ static void dump(const ig_cu_prog *p)
         if (s->kind == IG_ST_EW) {
             const ig_ew_args *a = &s->u.ew.args;
             printf("  n=%lld rank=%d ops=%d in=%d%s%s", (long long)a->n, a->rank, a->n_ops, a->n_in,
-                   a->int_math ? " int" : "", ingot_cuda_ew_transposes(a) ? " (transposing tile)" : "");
+                   a->int_math ? " int" : "",
+                   ingot_cuda_ew_transposes(a) == 2 ? " (transposing, registers)"
+                   : ingot_cuda_ew_transposes(a)    ? " (transposing tile)"
+                                                    : "");
         } else if (s->kind == IG_ST_GEMM) {
             const ig_cu_gemm *g = &s->u.gemm;
             printf("  m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d epi=%d bias=%d c=%d", (long long)g->m,

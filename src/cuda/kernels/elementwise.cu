@@ -639,26 +639,64 @@ __global__ void __launch_bounds__(TR_THREADS) ew_transpose_kernel(const ig_ew_ar
     }
 }
 
-template <typename TI> static void *tr_kernel_from(int32_t out_dtype)
+/* The register form (ew_transpose.cuh): a thread's TR8_PIX positions of CC rows in, its TR8_PIX * CC
+ * contiguous outputs out, 16 bytes an access. */
+#define TR8_THREADS 256
+template <typename TI, typename TO, int CC>
+__global__ void __launch_bounds__(TR8_THREADS) ew_tr8_kernel(const ig_ew_args a, unsigned threads)
 {
-    switch (out_dtype) {
-    case INGOT_DTYPE_FLOAT: return (void *)ew_transpose_kernel<TI, float>;
-    case INGOT_DTYPE_FLOAT16: return (void *)ew_transpose_kernel<TI, __half>;
-    default: return (void *)ew_transpose_kernel<TI, __nv_bfloat16>;
+    const unsigned t = blockIdx.x * TR8_THREADS + threadIdx.x;
+    if (t >= threads) return;
+    int64_t in_off, in_c, out_off;
+    tr8_group(a, t, in_off, in_c, out_off);
+    constexpr int VI = 16 / sizeof(TI), VO = 16 / sizeof(TO);
+    static_assert(TR8_PIX % VI == 0 && TR8_PIX * CC % VO == 0, "whole vectors");
+    float v[CC][TR8_PIX];
+#pragma unroll
+    for (int c = 0; c < CC; c++)
+#pragma unroll
+        for (int j = 0; j < TR8_PIX; j += VI) {
+            float u[VI];
+            tr_load<TI, VI>((const TI *)a.in[0] + in_off + c * in_c + j, VI, u);
+#pragma unroll
+            for (int i = 0; i < VI; i++) v[c][j + i] = u[i];
+        }
+    TO *y = (TO *)a.out + out_off;
+#pragma unroll
+    for (int k = 0; k < TR8_PIX * CC; k += VO) {
+        float u[VO];
+#pragma unroll
+        for (int i = 0; i < VO; i++) u[i] = v[(k + i) % CC][(k + i) / CC];
+        tr_store<TO, VO>(y + k, VO, u);
     }
 }
 
-/* The instance for the program's dtypes (tr_applies admits fp32, fp16 and bf16 only). */
+template <typename TI, typename TO> static void *tr_kernel_of(const ig_ew_args *a)
+{
+    if (!tr8_applies(*a)) return (void *)ew_transpose_kernel<TI, TO>;
+    return a->dims[a->rank - 2] == 3 ? (void *)ew_tr8_kernel<TI, TO, 3> : (void *)ew_tr8_kernel<TI, TO, 4>;
+}
+
+template <typename TI> static void *tr_kernel_from(const ig_ew_args *a)
+{
+    switch (a->out_dtype) {
+    case INGOT_DTYPE_FLOAT: return tr_kernel_of<TI, float>(a);
+    case INGOT_DTYPE_FLOAT16: return tr_kernel_of<TI, __half>(a);
+    default: return tr_kernel_of<TI, __nv_bfloat16>(a);
+    }
+}
+
+/* The instance for the program's dtypes (tr_applies admits fp32, fp16 and bf16 only) and form. */
 static void *tr_kernel(const ig_ew_args *a)
 {
     switch (a->in_dtype[0]) {
-    case INGOT_DTYPE_FLOAT: return tr_kernel_from<float>(a->out_dtype);
-    case INGOT_DTYPE_FLOAT16: return tr_kernel_from<__half>(a->out_dtype);
-    default: return tr_kernel_from<__nv_bfloat16>(a->out_dtype);
+    case INGOT_DTYPE_FLOAT: return tr_kernel_from<float>(a);
+    case INGOT_DTYPE_FLOAT16: return tr_kernel_from<__half>(a);
+    default: return tr_kernel_from<__nv_bfloat16>(a);
     }
 }
 
-extern "C" int ingot_cuda_ew_transposes(const ig_ew_args *a) { return tr_applies(*a) ? 1 : 0; }
+extern "C" int ingot_cuda_ew_transposes(const ig_ew_args *a) { return tr8_applies(*a) ? 2 : tr_applies(*a) ? 1 : 0; }
 
 /* Number of leading LOAD ops when the program fits the fast kernel, else -1. */
 static int ew_fast_loads(const ig_ew_args *a)
@@ -715,17 +753,27 @@ static int ew_regs_used(const ig_ew_args *a)
     return n;
 }
 
-/* The kernel for program a, its launch geometry and dynamic shared memory, and the fast kernel's load
- * count (-1: not the fast kernel). */
-static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, size_t *smem, int *n_loads)
+/* The kernel for program a, its launch geometry and dynamic shared memory, the fast kernel's load count
+ * (-1: not the fast kernel) and the kernel's second argument (-1: it has one; the fast kernel's load
+ * count, the register transpose's thread count). */
+static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, size_t *smem, int *n_loads,
+                      int *second)
 {
     *smem = 0;
+    *n_loads = *second = -1;
+    if (tr8_applies(*a)) {
+        const int64_t threads = tr8_threads(*a);
+        *func = tr_kernel(a);
+        *grid = dim3((unsigned)((threads + TR8_THREADS - 1) / TR8_THREADS));
+        *block = dim3(TR8_THREADS);
+        *second = (int)threads;
+        return;
+    }
     if (tr_applies(*a)) {
         *func = tr_kernel(a);
         *grid = dim3((unsigned)tr_blocks(*a));
         *block = dim3(TR_THREADS);
         *smem = (size_t)a->dims[a->rank - 2] * TR_LD * sizeof(float);
-        *n_loads = -1;
         return;
     }
     int v = a->int_math ? 2 : 8;
@@ -735,6 +783,7 @@ static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block,
     *grid = dim3((unsigned)blocks);
     *block = dim3(EW_BLOCK);
     *n_loads = ew_fast_loads(a);
+    if (*n_loads >= 0) *second = *n_loads;
     if (*n_loads >= 0)
         *func = ew_fits_i32(a) ? (void *)ew_fast_kernel<int32_t> : (void *)ew_fast_kernel<int64_t>;
     else if (a->int_math)
@@ -753,10 +802,10 @@ extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
     void *func;
     dim3 grid, block;
     size_t smem;
-    int nl;
-    ew_config(a, &func, &grid, &block, &smem, &nl);
-    if (smem) { /* the transposing copy: one of its dtype instances, by pointer */
-        void *args[] = {(void *)a};
+    int nl, second;
+    ew_config(a, &func, &grid, &block, &smem, &nl, &second);
+    if (tr_applies(*a)) { /* a transposing copy: one of its instances, by pointer */
+        void *args[] = {(void *)a, &second};
         const cudaError_t e = cudaLaunchKernel(func, grid, block, args, smem, s);
         if (e != cudaSuccess) {
             cudaGetLastError(); /* reported here, not again by the next check */
@@ -785,13 +834,13 @@ extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cud
     void *func;
     dim3 grid, block;
     size_t smem;
-    int nl;
-    ew_config(a, &func, &grid, &block, &smem, &nl);
-    /* arg_storage holds the argument block, then the fast kernel's load count */
+    int nl, second;
+    ew_config(a, &func, &grid, &block, &smem, &nl, &second);
+    /* arg_storage holds the argument block, then the second argument */
     memcpy(arg_storage, a, sizeof *a);
     arg_ptrs[0] = arg_storage;
-    if (nl >= 0) {
-        memcpy((char *)arg_storage + sizeof *a, &nl, sizeof nl);
+    if (second >= 0) {
+        memcpy((char *)arg_storage + sizeof *a, &second, sizeof second);
         arg_ptrs[1] = (char *)arg_storage + sizeof *a;
     }
     params->func = func;

@@ -113,4 +113,53 @@ IG_TR_HD int tr_slot(int C, int i)
     return (i - j * C) * TR_LD + j;
 }
 
+/* ---- the register form: C of 3 or 4, no tile --------------------------------------------------------
+ * An RGB image's input copy ([N, 3, H*W] fp32 in, [N, H*W, 3] fp16 out) through the tile reached 54% of
+ * copy bandwidth (99 us at ResNet-50's batch 256 on the H200): the shared-memory round trip, a barrier and
+ * a division by C per output. With C this small a thread can hold whole pixels: it loads TR8_PIX
+ * positions of each of the C rows (16-byte loads) and stores its TR8_PIX * C outputs, which are
+ * contiguous, in 16-byte pieces. It needs P and every outer stride to be multiples of TR8_PIX (so each
+ * thread's runs start 16-byte aligned when the buffers are; the kernel checks the pointers and falls back
+ * to scalar accesses). */
+#define TR8_PIX 8 /* positions per thread */
+
+/* Threads: one per TR8_PIX positions of each outer index. */
+IG_TR_HD int64_t tr8_threads(const ig_ew_args &a)
+{
+    int64_t t = a.dims[a.rank - 1] / TR8_PIX;
+    for (int d = 0; d < a.rank - 2; d++) t *= a.dims[d];
+    return t;
+}
+
+static inline __host__ __device__ bool tr8_applies(const ig_ew_args &a)
+{
+    if (!tr_applies(a)) return false;
+    const int r = a.rank;
+    const int64_t C = a.dims[r - 2], P = a.dims[r - 1];
+    if ((C != 3 && C != 4) || P % TR8_PIX || tr_in_stride(a, r - 2) % TR8_PIX) return false;
+    for (int d = 0; d < r - 2; d++)
+        if (tr_in_stride(a, d) % TR8_PIX || a.out_strides[d] % TR8_PIX || a.dims[d] >= INT32_MAX) return false;
+    return P < INT32_MAX && tr8_threads(a) < INT32_MAX;
+}
+
+/* Thread t's positions: the input offset of its first position in row 0 (row c at + c * in_c), and the
+ * output offset of its first output (its TR8_PIX * C outputs are contiguous from there). 32-bit
+ * divisions: tr8_applies bounds the dims and the thread count. */
+IG_TR_HD void tr8_group(const ig_ew_args &a, unsigned t, int64_t &in_off, int64_t &in_c, int64_t &out_off)
+{
+    const int r = a.rank;
+    const unsigned groups = (unsigned)(a.dims[r - 1] / TR8_PIX);
+    unsigned o = t / groups;
+    const int64_t p = (int64_t)(t - o * groups) * TR8_PIX;
+    in_off = p;
+    out_off = p * a.dims[r - 2];
+    for (int d = r - 3; d >= 0; d--) {
+        const unsigned n = (unsigned)a.dims[d], c = o % n;
+        o /= n;
+        in_off += (int64_t)c * tr_in_stride(a, d);
+        out_off += (int64_t)c * a.out_strides[d];
+    }
+    in_c = tr_in_stride(a, r - 2);
+}
+
 #endif /* INGOT_EW_TRANSPOSE_CUH */
