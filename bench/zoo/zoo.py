@@ -479,6 +479,25 @@ def ingot_model(name, meta, args, worker):
                 if j.get("timed_runs") else None,
                 "s": round(s, 2), "profile": where_time_goes(err)}
 
+    # PyTorch's best, same batches (only where ingot has a time to compare with), before the diagnosis: the
+    # ratio is the target, and a slow model's profile (FCN's at 1024x512) once spent the time it needed
+    if worker is not None and any(bb.get("ok") for bb in res["bench"].values()) and not over():
+        batches = [int(b) for b in (args.batches or meta["batches"])]
+        tr = worker.measure(name, batches, left(args.torch_timeout))
+        res["torch_errors"] = tr.get("errors", [])
+        if not tr.get("rows"):
+            res["errors"] += [f"torch: {e}" for e in tr.get("errors", [])][:2]
+        for b in batches:
+            rows = [r for r in tr.get("rows", []) if r["batch"] == b]
+            if not rows:
+                continue
+            best = min(rows, key=lambda r: r["ms"])
+            graph = [r for r in rows if r["mode"] == "graph"]
+            gbest = min(graph, key=lambda r: r["ms"]) if graph else None
+            res["torch"][str(b)] = {"best_ms": best["ms"], "best_per_s": best["per_s"],
+                                    "best_variant": f"{best['layout']}+{best['mode']}",
+                                    "graph_ms": gbest["ms"] if gbest else None, "rows": rows}
+        res["torch_s"] = tr.get("seconds")
     # the diagnosis at the largest batch that ran: `ingot profile` (issue 11), its class and verdict in the
     # JSON and the table, its HTML report in --reports
     ran = [int(b) for b, bb in res["bench"].items() if bb.get("ok")]
@@ -500,24 +519,6 @@ def ingot_model(name, meta, args, worker):
         else:
             res["errors"].append(f"profile b{b}: {err_line(out, err, rc)}")
 
-    # PyTorch's best, same batches (only where ingot has a time to compare with)
-    if worker is not None and any(bb.get("ok") for bb in res["bench"].values()) and not over():
-        batches = [int(b) for b in (args.batches or meta["batches"])]
-        tr = worker.measure(name, batches, left(args.torch_timeout))
-        res["torch_errors"] = tr.get("errors", [])
-        if not tr.get("rows"):
-            res["errors"] += [f"torch: {e}" for e in tr.get("errors", [])][:2]
-        for b in batches:
-            rows = [r for r in tr.get("rows", []) if r["batch"] == b]
-            if not rows:
-                continue
-            best = min(rows, key=lambda r: r["ms"])
-            graph = [r for r in rows if r["mode"] == "graph"]
-            gbest = min(graph, key=lambda r: r["ms"]) if graph else None
-            res["torch"][str(b)] = {"best_ms": best["ms"], "best_per_s": best["per_s"],
-                                    "best_variant": f"{best['layout']}+{best['mode']}",
-                                    "graph_ms": gbest["ms"] if gbest else None, "rows": rows}
-        res["torch_s"] = tr.get("seconds")
     # the ratios
     for b, bb in res["bench"].items():
         t = res["torch"].get(b)
