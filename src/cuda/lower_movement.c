@@ -493,13 +493,7 @@ ingot_status ig__lw_resize(ig_lower *L, int32_t id)
     int32_t xt = ig__lw_get(L, n->inputs[0]);
     if (xt < 0) return ig__lw_fail(L, id, INGOT_ERR_INTERNAL, "input has no device tensor");
     ig_cu_tensor x = *ig__lw_T(L, xt);
-    /* channels-last stays channels-last, except into a graph output: that is written in logical order, so
-     * the output copy is a plain cast instead of a transpose, and the resize runs along the output's rows
-     * (a segmentation model's last step, 21 classes upsampled 8x to 1024x512: as channels-last it wrote
-     * one element a thread behind 64-bit index math, and the copy after it transposed 21 channels --
-     * 2.9 + 1.3 of DeepLabV3-MobileNetV3's 9.4 ms at batch 16 on the H200) */
-    const bool nhwc = ig__lw_nhwc(&x) && !ig__cu_tensor_contig(&x) && !L->is_output[n->outputs[0]];
-    int32_t yt = ig__lw_dense(L, x.dtype, p.rank, p.out, nhwc);
+    int32_t yt = ig__lw_dense(L, x.dtype, p.rank, p.out, ig__lw_nhwc(&x) && !ig__cu_tensor_contig(&x));
     if (yt < 0) return ig__lw_oom(L);
     L->p->val_tensor[n->outputs[0]] = yt;
     if (ig__lw_numel(p.rank, p.out) == 0) return INGOT_OK;
