@@ -307,8 +307,7 @@ extern "C" size_t ingot_cuda_resize_plan(ig_resize_args *a)
     int tx = 1;
     while (tx < iv && tx < 128) tx <<= 1;
     a->tx = tx;
-    /* NCHW: amortise the row's setup (a segmentation head upsampled to 1024 columns: 8 a thread) */
-    a->per_thread = a->inner_axis >= 0 ? (iv >= 8 * tx ? 8 : iv >= 4 * tx ? 4 : 1) : 1;
+    a->per_thread = a->inner_axis >= 0 ? (iv >= 4 * tx ? 4 : 1) : 1; /* NCHW: amortise the row's setup */
     a->grid_x = (iv + (int64_t)tx * a->per_thread - 1) / ((int64_t)tx * a->per_thread);
     const int64_t ty = RS_BLOCK / tx, gy = (a->rows + ty - 1) / ty;
     a->grid_y = gy < 65535 ? gy : 65535;
