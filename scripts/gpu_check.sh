@@ -16,7 +16,9 @@
 #
 # Stages have time limits so the whole run stays within 9 minutes on one H200; a failing stage is
 # reported and the next one still runs. Exit status: 0 when every stage passed.
-# INGOT_GPU_PART=tests runs 1-3 only, INGOT_GPU_PART=bench 1 and 4-5 only (two calls of a lease each).
+# INGOT_GPU_PART=tests runs 1-3 only, INGOT_GPU_PART=bench 1 and 4-5 only (two calls of a lease each); the
+# bench part runs a prebuilt ingot when the call carries .prebuilt (scripts/prebuilt.sh), times ResNet-50 at
+# batch 256 too (INGOT_BENCH_R50_256=0: not), and INGOT_SKIP_DIAG=1 leaves out its diagnosis stage.
 # INGOT_GPU_PART=reliability runs 1 and the reliability stages only (part of `tests` too; issue 13): the
 # device fault sweep (tests/gpu/test_gpu_faults) on resnet_block fp32 and bert_layer fp16, the soak
 # (tests/gpu/test_gpu_soak: 4 contexts x 4 threads) on both and on ResNet-50 batch 32 when exported, and
@@ -191,13 +193,18 @@ if [ -n "$peers" ]; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 8)
-stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
-stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower test_gpu_threads \
-    test_gpu_engine test_gpu_faults test_gpu_soak test_gpu_budget
 bin=$here/build-gpu
 ok_build=0
-[ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
+if [ "$part" = bench ]; then # ingot is all the bench needs: a prebuilt one when the call carries it
+    binaries ingot
+    [ -x "$bin/ingot" ] && ok_build=1
+else
+    stage "configure" 120 cmake -S "$here" -B "$here/build-gpu" -DCMAKE_BUILD_TYPE=Release \
+        "-DCMAKE_CUDA_ARCHITECTURES=90-real;80-virtual" -DINGOT_BUILD_TESTS=ON
+    stage "build" 300 cmake --build "$here/build-gpu" -j"$jobs" --target ingot test_gpu test_gpu_lower \
+        test_gpu_threads test_gpu_engine test_gpu_faults test_gpu_soak test_gpu_budget
+    [ -x "$bin/ingot" ] && [ -x "$bin/tests/gpu/test_gpu" ] && ok_build=1
+fi
 
 if [ $ok_build = 1 ] && [ $do_tests = 1 ]; then
     stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$work/gm"
@@ -339,6 +346,18 @@ if [ $ok_build = 1 ]; then
                 failed_stages+=("bench $m $b")
             fi
         done
+        # issue 10: ResNet-50's throughput must not fall past batch 128 (45,000 img/s at 256); no peer row
+        if [ "$m" = resnet50 ] && [ "${INGOT_BENCH_R50_256:-1}" = 1 ]; then
+            say "::: bench $m batch 256"
+            if timeout --kill-after=10 120 "$bin/ingot" bench "$f" --fp16 --batch 256 --duration 2 --warmup 20 --json \
+                >"$work/bench.json" 2>>"$log"; then
+                python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["model_name"]=sys.argv[2]; print(json.dumps(d))' \
+                    "$work/bench.json" "$m" >>"$out/bench.jsonl"
+            else
+                say "::: bench $m batch 256 FAILED"
+                failed_stages+=("bench $m 256")
+            fi
+        fi
     done
 fi
 
@@ -348,7 +367,8 @@ if [ -n "$peers" ] && [ "${INGOT_SKIP_PEERS:-0}" != 1 ] && [ $do_bench = 1 ]; th
 fi
 
 # the diagnosis (issue 11): the synthetic bottlenecks found, `ingot profile` of each benchmark model, one report
-if [ $do_bench = 1 ]; then
+# (INGOT_SKIP_DIAG=1 leaves it out: a call that only records the benchmarks)
+if [ $do_bench = 1 ] && [ "${INGOT_SKIP_DIAG:-0}" != 1 ]; then
     diag_models=()
     for m in "${model_list[@]}"; do [ -f "$work/models/$m.onnx" ] && diag_models+=(--model "$work/models/$m.onnx"); done
     stage "diagnosis: synthetic bottlenecks, ingot profile of the benchmark models" 300 python3 tests/diag/check_synthetic.py \
