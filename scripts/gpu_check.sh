@@ -111,6 +111,7 @@ binaries() {
 # INGOT_GPU_PART=zoo: build ingot and run one shard of the model zoo (bench/zoo/README.md), nothing else.
 #   INGOT_ZOO_SHARD=K/N (default 1/6) or INGOT_ZOO_MODELS=a,b,c; INGOT_ZOO_BUDGET: seconds for the whole
 #   call, build included (default 540); results in $OUT/zoo (zoo.json, zoo.md), exports in $work/zoo.
+#   INGOT_ZOO_REPORTS=0 leaves out each model's `ingot profile` (a tenth of a shard's GPU time).
 if [ "$part" = zoo ]; then
     zoo_sel=(--shard "${INGOT_ZOO_SHARD:-1/6}")
     [ -n "${INGOT_ZOO_MODELS:-}" ] && zoo_sel=(--models "$INGOT_ZOO_MODELS")
@@ -128,9 +129,10 @@ if [ "$part" = zoo ]; then
         jobs_arg=()
         # fewer export processes of our own while the background ones are still busy
         kill -0 "$zoo_export" 2>/dev/null && jobs_arg=(--jobs 2)
+        reports=(--reports "$work/zoo_reports")
+        [ "${INGOT_ZOO_REPORTS:-1}" = 0 ] && reports=()
         stage "zoo ${zoo_sel[*]}" $((left + 60)) python3 bench/zoo/zoo.py "${zoo_sel[@]}" "${jobs_arg[@]}" \
-            --work "$work/zoo" --out "$out/zoo" --ingot "$here/build-gpu/ingot" --budget "$left" \
-            --reports "$work/zoo_reports"
+            --work "$work/zoo" --out "$out/zoo" --ingot "$here/build-gpu/ingot" --budget "$left" "${reports[@]}"
         # every model's diagnosis report, as one file ($OUT returns few files)
         tar -czf "$out/zoo/reports.tar.gz" -C "$work" zoo_reports 2>/dev/null
     fi
