@@ -131,9 +131,7 @@ template <typename T, int V> union Pack {
 };
 
 /* Row r of the output (all dims but the innermost): y's and x's offsets, and the combined taps of the
- * outer resized axes (NR of them, K taps each: K^NR combinations). A thread does this once a row, and
- * with channels innermost a row can be one 16-byte vector a thread (DeepLabV3's pooling branch broadcast
- * to [16, 64, 128, 256]: 112 us for 67 MB on the H200), so its divisions are 32-bit where they fit. */
+ * outer resized axes (NR of them, K taps each: K^NR combinations). */
 template <int K, int NR> struct RowTaps {
     int64_t off[NR == 2 ? K * K : NR == 1 ? K : 1];
     float w[NR == 2 ? K * K : NR == 1 ? K : 1];
@@ -148,15 +146,8 @@ __device__ __forceinline__ int64_t row_setup(const ig_resize_args &a, int64_t r,
 #pragma unroll
     for (int d = IG_RS_MAX_DIMS - 2; d >= 0; d--) {
         if (d >= a.rank - 1) continue;
-        int64_t c;
-        if (((uint64_t)r | (uint64_t)a.dims[d]) < 0x80000000ull) { /* nearly always: 32-bit division */
-            const unsigned q = (unsigned)r / (unsigned)a.dims[d];
-            c = r - (int64_t)q * a.dims[d];
-            r = q;
-        } else {
-            c = r % a.dims[d];
-            r /= a.dims[d];
-        }
+        const int64_t c = r % a.dims[d];
+        r /= a.dims[d];
         yo += c * a.ys[d];
         if (a.axis[d] < 0)
             xo += c * a.xs[d];
