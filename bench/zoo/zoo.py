@@ -498,6 +498,7 @@ def ingot_model(name, meta, args, worker):
                                     "best_variant": f"{best['layout']}+{best['mode']}",
                                     "graph_ms": gbest["ms"] if gbest else None, "rows": rows}
         res["torch_s"] = tr.get("seconds")
+
     # the diagnosis at the largest batch that ran: `ingot profile` (issue 11), its class and verdict in the
     # JSON and the table, its HTML report in --reports
     ran = [int(b) for b, bb in res["bench"].items() if bb.get("ok")]
