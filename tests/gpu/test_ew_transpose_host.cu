@@ -171,6 +171,20 @@ static void run_case_tr8(const ig_ew_args &a, int64_t in_size, const char *what)
     check_direct(a, in, out, writes, what);
 }
 
+/* The input's strides for [outer..., C, P]: P contiguous, C rows pad apart beyond P, each outer slab gap
+ * elements beyond its rows; returns the elements the input spans. */
+static int64_t input_strides(int rank, const int64_t *dims, int64_t pad, int64_t gap, int64_t *st)
+{
+    st[rank - 1] = 1;
+    st[rank - 2] = dims[rank - 1] + pad;
+    int64_t s = dims[rank - 2] * (dims[rank - 1] + pad) + gap;
+    for (int d = rank - 3; d >= 0; d--) {
+        st[d] = s;
+        s *= dims[d];
+    }
+    return s;
+}
+
 int main(void)
 {
     int n_cases = 0;
@@ -185,13 +199,7 @@ int main(void)
         /* the input: P contiguous; C rows of a wider buffer (pad) and outer slabs with a gap, or dense in
          * iteration order (in_kind 1: the kernel derives the strides) */
         const int64_t pad = t % 4 == 1 ? rint_in(1, 9) : 0, gap = t % 6 == 3 ? rint_in(1, 5) : 0;
-        st[rank - 1] = 1;
-        st[rank - 2] = P + pad;
-        int64_t s = C * (P + pad) + gap;
-        for (int d = rank - 3; d >= 0; d--) {
-            st[d] = s;
-            s *= dims[d];
-        }
+        const int64_t s = input_strides(rank, dims, pad, gap, st);
         const int kind = pad == 0 && gap == 0 && t % 2 == 0 ? 1 : 0;
         ig_ew_args a = copy_args(rank, dims, st, kind);
         CHECK(tr_applies(a), "case %d: the kernel refuses a transposing copy (C %lld, P %lld)", t, (long long)C,
@@ -211,13 +219,7 @@ int main(void)
         dims[rank - 2] = C;
         dims[rank - 1] = P;
         const int64_t pad = t % 4 == 1 ? TR8_PIX * rint_in(1, 3) : 0, gap = t % 6 == 3 ? TR8_PIX * rint_in(1, 2) : 0;
-        st[rank - 1] = 1;
-        st[rank - 2] = P + pad;
-        int64_t s = C * (P + pad) + gap;
-        for (int d = rank - 3; d >= 0; d--) {
-            st[d] = s;
-            s *= dims[d];
-        }
+        const int64_t s = input_strides(rank, dims, pad, gap, st);
         const int kind = pad == 0 && gap == 0 && t % 2 == 0 ? 1 : 0;
         ig_ew_args a = copy_args(rank, dims, st, kind);
         CHECK(tr8_applies(a), "case %d: the register form refuses (C %lld, P %lld)", t, (long long)C, (long long)P);
