@@ -334,7 +334,10 @@ if [ $ok_build = 1 ]; then
     for m in "${model_list[@]}"; do
         f=$work/models/$m.onnx
         [ -f "$f" ] && [ $do_bench = 1 ] || continue
-        for b in "${batch_list[@]}"; do
+        # issue 10: ResNet-50's throughput must not fall past batch 128 (45,000 img/s at 256; no peer row)
+        m_batches=("${batch_list[@]}")
+        [ "$m" = resnet50 ] && [ "${INGOT_BENCH_R50_256:-1}" = 1 ] && m_batches+=(256)
+        for b in "${m_batches[@]}"; do
             prof=--profile
             say "::: bench $m batch $b"
             if timeout --kill-after=10 120 "$bin/ingot" bench "$f" --fp16 --batch "$b" --duration 1 --warmup 20 --json $prof \
@@ -348,18 +351,6 @@ if [ $ok_build = 1 ]; then
                 failed_stages+=("bench $m $b")
             fi
         done
-        # issue 10: ResNet-50's throughput must not fall past batch 128 (45,000 img/s at 256); no peer row
-        if [ "$m" = resnet50 ] && [ "${INGOT_BENCH_R50_256:-1}" = 1 ]; then
-            say "::: bench $m batch 256"
-            if timeout --kill-after=10 120 "$bin/ingot" bench "$f" --fp16 --batch 256 --duration 2 --warmup 20 --json \
-                >"$work/bench.json" 2>>"$log"; then
-                python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["model_name"]=sys.argv[2]; print(json.dumps(d))' \
-                    "$work/bench.json" "$m" >>"$out/bench.jsonl"
-            else
-                say "::: bench $m batch 256 FAILED"
-                failed_stages+=("bench $m 256")
-            fi
-        fi
     done
 fi
 
