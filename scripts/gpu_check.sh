@@ -30,7 +30,7 @@
 # that carries it in .prebuilt/ skips the build (scripts/prebuilt.sh makes one on the CPU machine).
 # INGOT_GPU_PART=quick: test_gpu on some cases and `ingot bench` of some models, with binaries (and test
 # models) built on the CPU machine by scripts/prebuilt.sh BUILD --tests --models: a change checked in
-# about a minute of device time.
+# about a minute of device time. INGOT_GPU_PART=ncu: kernels of one model under Nsight Compute.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -72,10 +72,13 @@ for p in "$here/.shared/peers.py" "$here/shared/bench/peers.py" "$here/../shared
     [ -f "$p" ] && { peers=$p; break; }
 done
 
+# the commit the run is of, for the log and for zoo.json (a copy of the tree may lack .git: the caller may
+# pass INGOT_COMMIT)
+INGOT_COMMIT=${INGOT_COMMIT:-$(git -C "$here" rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}
+export INGOT_COMMIT
 {
     echo "date: $(date -u +%FT%TZ)"
-    # the device machine gets a copy of the tree without .git: the caller may pass INGOT_COMMIT
-    echo "commit: ${INGOT_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)}"
+    echo "commit: $INGOT_COMMIT"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
     nvcc --version 2>&1 | tail -1
     python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
@@ -83,6 +86,17 @@ done
     ls /usr/local/cuda/lib64 2>/dev/null | grep -E '^lib(cublasLt|cudnn|cudart)\.so' | tr '\n' ' '; echo
 } >>"$log" 2>&1
 head -12 "$log"
+
+# peers_export MODELS LOG: the benchmark models MODELS (comma-separated) exported by the peers script into
+# $work/models, its output and exit status appended to LOG (the exports take minutes of CPU: callers run
+# them in the background while ingot builds).
+peers_export() {
+    mkdir -p "$work/models"
+    (cd "$work" && timeout 240 python3 "$peers" export "$work/models" --models "$1") >>"$2" 2>&1
+    local rc=$?
+    echo "peers export rc=$rc" >>"$2"
+    return $rc
+}
 
 # binaries TARGET...: the targets from .prebuilt/TARGET-HASH.gz (scripts/prebuilt.sh built them on the CPU
 # machine from these very sources: HASH names them, so a stale one is never used) when all are there and
@@ -145,6 +159,50 @@ if [ "$part" = zoo ]; then
     exit
 fi
 
+# INGOT_GPU_PART=ncu: a few kernels of one model under Nsight Compute, to see what holds a step back
+# before changing it (a kernel that issues a sixth of the instructions can run as slowly: 2dece61).
+#   INGOT_NCU_MODEL: a benchmark model (resnet50, mobilenet_v2, vit_b_16, bert_base: the peers script) or a
+#   zoo model (bench/zoo/zoo.py --list); INGOT_NCU_BATCH (default 1); INGOT_NCU_KERNELS: comma-separated
+#   regular expressions of kernel names (e.g. "resize_inner,rdx_cols"). Per expression, the first launch of
+#   a matching kernel in `ingot bench --fp16` (cuDNN and cuBLASLt kernels also launch while the builder
+#   times algorithms: INGOT_NCU_SKIP launches are skipped first) under `ncu --set full`: duration,
+#   throughputs, occupancy, registers and the stall rules printed, the whole reports in $OUT/ncu.tar.gz.
+#   INGOT_CUDA_* variables pass through to ingot (the same kernel with a switch off, for comparison).
+if [ "$part" = ncu ]; then
+    binaries ingot
+    m=${INGOT_NCU_MODEL:-resnet50} b=${INGOT_NCU_BATCH:-1}
+    mkdir -p "$work/ncu"
+    case ",$models," in
+    *",$m,"*)
+        peers_export "$m" "$log"
+        onnx=$work/models/$m.onnx
+        ;;
+    *)
+        timeout 300 python3 bench/zoo/zoo.py --export-only --models "$m" --work "$work/zoo" >>"$log" 2>&1
+        onnx=$work/zoo/$m/model.onnx
+        ;;
+    esac
+    [ -f "$onnx" ] || { say "::: ncu: $m was not exported (see gpu_check.log)"; exit 1; }
+    ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    IFS=, read -r -a kernels <<<"${INGOT_NCU_KERNELS:?INGOT_NCU_KERNELS: regexes of kernel names}"
+    for k in "${kernels[@]}"; do
+        rep=$work/ncu/$(echo "$k" | tr -c 'A-Za-z0-9_\n' _).txt
+        stage "ncu $k ($m, batch $b)" 150 "$ncu_bin" --clock-control none --set full -k "regex:$k" \
+            -s "${INGOT_NCU_SKIP:-0}" -c 1 "$here/build-gpu/ingot" bench "$onnx" --fp16 --batch "$b" \
+            --iterations 2 --warmup 0
+        # the stage logged ncu's report; keep this kernel's part of it on its own
+        awk -v k="$k" '/^::: ncu /{on = index($0, "::: ncu " k " ") == 1} on' "$log" >"$rep"
+        say "$(grep -E '^  [^ ].*\([0-9]+, [0-9]+, [0-9]+\)x\(' "$rep" | head -1 | cut -c1-200)"
+        grep -E '^ +(Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit Rate|L2 Hit Rate|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Executed Ipc Active|Warp Cycles Per Issued Instruction|Block Size|Grid Size|Static Shared Memory Per Block) ' \
+            "$rep" | tr -s ' ' | tee -a "$log"
+        grep -E 'stalled|Est\. (Local )?Speedup' "$rep" | head -6 | cut -c1-240 | tee -a "$log"
+    done
+    tar -czf "$out/ncu.tar.gz" -C "$work" ncu 2>/dev/null
+    say "gpu_check ncu: $((SECONDS - t_start)) s; failed stages: ${#failed_stages[@]}${failed_stages:+ (${failed_stages[*]})}"
+    [ ${#failed_stages[@]} -eq 0 ]
+    exit
+fi
+
 # INGOT_GPU_PART=quick: a check of a change in one short call, with binaries built on the CPU machine
 # (scripts/prebuilt.sh BUILD --tests): test_gpu on INGOT_QUICK_CASES (names of tests/gpu/make_models.py's
 # cases, default all; the models from .prebuilt/gm when carried, else made here), then `ingot bench
@@ -158,8 +216,7 @@ if [ "$part" = quick ]; then
         stage "test models (ONNX Runtime references)" 120 python3 tests/gpu/make_models.py "$gm"
     fi
     if [ -n "$peers" ] && [ -n "${INGOT_BENCH_MODELS:-}" ]; then
-        mkdir -p "$work/models"
-        (cd "$work" && timeout 240 python3 "$peers" export "$work/models" --models "$models" >"$work/export.log" 2>&1) &
+        peers_export "$models" "$work/export.log" &
         export_pid=$!
     fi
     cases=() # names or patterns (pool_*) of cases in $gm
@@ -189,8 +246,7 @@ fi
 # the exports run on the CPU while the build runs
 export_pid=""
 if [ -n "$peers" ]; then
-    mkdir -p "$work/models"
-    (cd "$work" && timeout 240 python3 "$peers" export "$work/models" --models "$models" >"$work/export.log" 2>&1; echo "rc=$?" >>"$work/export.log") &
+    peers_export "$models" "$work/export.log" &
     export_pid=$!
 fi
 

@@ -98,7 +98,7 @@ static const char *code_expr(int code)
 bool ig__cu_ew_jit_covers(const ig_ew_args *a)
 {
     if (a->int_math || a->n <= 0 || a->rank < 1 || a->rank > IG_EW_MAX_RANK || a->n_in < 1 || a->n_in > IG_EW_MAX_IN ||
-        a->n_ops < 1 || a->n_ops > IG_EW_MAX_OPS || !dtype_tag(a->out_dtype) || ingot_cuda_ew_transposes(a))
+        a->n_ops < 1 || a->n_ops > IG_EW_MAX_OPS || !dtype_tag(a->out_dtype) || ingot_cuda_ew_transpose_form(a))
         return false;
     for (int k = 0; k < a->n_in; k++)
         if (!in_tag(a->in_dtype[k]) || a->in_kind[k] < 0 || a->in_kind[k] > 2) return false;

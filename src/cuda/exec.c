@@ -1270,12 +1270,12 @@ int64_t ig__cuda_ctx_step_algos(ig_cuda_ctx *c, char (*algo)[IG_CU_ALGO_DESC], i
     int64_t n = p->n_steps < max ? p->n_steps : max;
     for (int64_t k = 0; k < n; k++) {
         const ig_cu_step *s = &p->steps[k];
+        const char *tr = s->kind == IG_ST_EW ? ingot_cuda_ew_transpose_form(&s->u.ew.args) : NULL;
         algo[k][0] = '\0';
         if (s->kind == IG_ST_EW && s->u.ew.jit)
             snprintf(algo[k], IG_CU_ALGO_DESC, "generated kernel (NVRTC)");
-        else if (s->kind == IG_ST_EW && ingot_cuda_ew_transposes(&s->u.ew.args))
-            snprintf(algo[k], IG_CU_ALGO_DESC, "transposing copy (%s)",
-                     ingot_cuda_ew_transposes(&s->u.ew.args) == 2 ? "pixels in registers" : "shared-memory tile");
+        else if (tr)
+            snprintf(algo[k], IG_CU_ALGO_DESC, "transposing copy (%s)", tr);
         else if (s->kind == IG_ST_CONV)
             ig__cu_conv_describe(s, algo[k], IG_CU_ALGO_DESC);
         else if (s->kind == IG_ST_GEMM)

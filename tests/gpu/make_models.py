@@ -836,7 +836,8 @@ def case_resize():
     """Resize in the modes exporters emit: nearest (asymmetric/floor as torch writes it, round_prefer_ceil,
     ceil, tf_half_pixel_for_nn, downsampling), linear (half_pixel from sizes, pytorch_half_pixel,
     align_corners, asymmetric, half_pixel_symmetric), cubic (-0.75; -0.5 with exclude_outside), on NCHW
-    inputs and on a convolution's channels-last output, 1-D over [N, C, L], 'axes', int32 nearest."""
+    inputs and on a convolution's channels-last output (into graph outputs, written channels-first, and
+    into a convolution, channels-last), 1-D over [N, C, L], 'axes', int32 nearest."""
     g = G()
     x = "input"  # [2, 3, 10, 12]
     f = lambda *v: g.w(np.array(v, np.float32))
@@ -858,7 +859,9 @@ def case_resize():
     ]
     y = g.op("Relu", [conv_bn(g, x, 3, 16, 3)])  # [2, 16, 10, 12], channels-last on the GPU
     outs.append(g.op("Resize", [y, e, f(1, 1, 2, 2)], mode="linear"))
-    outs.append(g.op("Resize", [y, e, f(1, 1, 2, 2)], mode="nearest"))
+    # read by a convolution, a resize of channels-last stays channels-last; into a graph output (the
+    # other two), it is written channels-first
+    outs.append(conv_bn(g, g.op("Resize", [y, e, f(1, 1, 2, 2)], mode="nearest"), 16, 4, 3))
     outs.append(g.op("Resize", [y, e, e, i(2, 16, 5, 30)], mode="cubic", coordinate_transformation_mode="align_corners"))
     l1 = g.op("Reshape", [x, i(2, 3, 120)])
     outs.append(g.op("Resize", [l1, e, f(1, 1, 1.5)], mode="linear", coordinate_transformation_mode="align_corners"))
@@ -866,7 +869,7 @@ def case_resize():
     xi = g.op("Cast", [g.op("Mul", [x, f(10.0)])], to=TP.INT32)
     outs.append(g.op("Cast", [g.op("Resize", [xi, e, f(1, 1, 3, 3)], mode="nearest")], to=TP.FLOAT))
     shapes = [[2, 3, 20, 24], [2, 3, 15, 6], [2, 3, 6, 21], [2, 3, 17, 9], [2, 3, 20, 18], [2, 3, 20, 5],
-              [2, 3, 5, 6], [2, 3, 17, 15], [2, 3, 20, 24], [2, 3, 7, 25], [2, 16, 20, 24], [2, 16, 20, 24],
+              [2, 3, 5, 6], [2, 3, 17, 15], [2, 3, 20, 24], [2, 3, 7, 25], [2, 16, 20, 24], [2, 4, 20, 24],
               [2, 16, 5, 30], [2, 3, 180], [2, 3, 30, 24], [2, 3, 30, 36]]
     for k, o in enumerate(outs):
         for n in g.nodes:
@@ -874,6 +877,26 @@ def case_resize():
             n.input[:] = [f"out{k}" if v == o else v for v in n.input]
     inp = oh.make_tensor_value_info("input", TP.FLOAT, [2, 3, 10, 12])
     return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=18), {"input": (2, 3, 10, 12)}
+
+
+def case_resize_rows():
+    """Resize along the innermost axis only (the inner-axis kernel with no outer taps): rows of 720
+    values upsampled to 1440, rows of 60 to 1081 in cubic (an odd width), rows of 4320 to 8640 (long
+    rows; a staged kernel, 2dece61, held at most 4096 values a row)."""
+    g = G()
+    f = lambda *v: g.w(np.array(v, np.float32))
+    i = lambda *v: g.w(np.array(v, np.int64))
+    e = ""
+    rows = g.op("Reshape", ["input", i(2, 3, 720)])
+    g.op("Resize", [rows, e, f(1, 1, 2)], mode="linear")
+    g.nodes[-1].output[0] = "out0"
+    g.op("Resize", ["input", e, e, i(2, 3, 12, 1081)], mode="cubic", coordinate_transformation_mode="align_corners")
+    g.nodes[-1].output[0] = "out1"
+    g.op("Resize", [g.op("Tile", [rows, i(1, 1, 6)]), e, f(1, 1, 2)], mode="linear")
+    g.nodes[-1].output[0] = "out2"
+    inp = oh.make_tensor_value_info("input", TP.FLOAT, [2, 3, 12, 60])
+    shapes = [[2, 3, 1440], [2, 3, 12, 1081], [2, 3, 8640]]
+    return g.model([inp], [out_info(sh, f"out{k}") for k, sh in enumerate(shapes)], opset=18), {"input": (2, 3, 12, 60)}
 
 
 def case_upsample():
@@ -1243,6 +1266,7 @@ CASES = {
     "poolformer_block_c64": lambda: case_poolformer_block(64),
     "dwconv_layouts": case_dwconv_layouts,
     "resize": case_resize,
+    "resize_rows": case_resize_rows,
     "upsample": case_upsample,
     "instance_norm": case_instance_norm,
     "group_norm": case_group_norm,

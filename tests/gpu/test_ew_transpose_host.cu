@@ -18,20 +18,8 @@
 #include <string.h>
 #include <vector>
 
+#include "host_check.h"
 #include "host_rng.h"
-
-static int failures, checks;
-#define CHECK(cond, ...)                                    \
-    do {                                                    \
-        checks++;                                           \
-        if (!(cond)) {                                      \
-            if (failures++ < 20) {                          \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-                printf(__VA_ARGS__);                        \
-                printf("\n");                               \
-            }                                               \
-        }                                                   \
-    } while (0)
 
 /* A copy program over dims (outermost first) with the input's strides and a dense [P, C] output. */
 static ig_ew_args copy_args(int rank, const int64_t *dims, const int64_t *in_strides, int in_kind)

@@ -39,11 +39,9 @@ static void dump(const ig_cu_prog *p)
         printf("    %3d %-9s %s", (int)i, kind_name(s->kind), ig__cu_step_label(p, s, lbl, sizeof lbl));
         if (s->kind == IG_ST_EW) {
             const ig_ew_args *a = &s->u.ew.args;
-            printf("  n=%lld rank=%d ops=%d in=%d%s%s", (long long)a->n, a->rank, a->n_ops, a->n_in,
-                   a->int_math ? " int" : "",
-                   ingot_cuda_ew_transposes(a) == 2 ? " (transposing, registers)"
-                   : ingot_cuda_ew_transposes(a)    ? " (transposing tile)"
-                                                    : "");
+            const char *tr = ingot_cuda_ew_transpose_form(a);
+            printf("  n=%lld rank=%d ops=%d in=%d%s%s%s%s", (long long)a->n, a->rank, a->n_ops, a->n_in,
+                   a->int_math ? " int" : "", tr ? " (transposing copy: " : "", tr ? tr : "", tr ? ")" : "");
         } else if (s->kind == IG_ST_GEMM) {
             const ig_cu_gemm *g = &s->u.gemm;
             printf("  m=%lld n=%lld k=%lld batch=%lld ta=%d tb=%d epi=%d bias=%d c=%d", (long long)g->m,

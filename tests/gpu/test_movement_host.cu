@@ -10,15 +10,7 @@
  * outputs sit in buffers of a byte pattern, so a write outside them is seen. Every vector access is
  * checked for alignment to its size (the host would not fault where the GPU does).
  */
-#include <stdint.h>
-
-static int64_t misaligned; /* vector accesses not aligned to their size (the host would not fault) */
-__host__ __device__ inline void check_aligned(const void *p, size_t bytes)
-{
-#ifndef __CUDA_ARCH__
-    misaligned += (uintptr_t)p % bytes != 0;
-#endif
-}
+#include "host_check.h"
 #define IG_VEC_ALIGNED(p, bytes) check_aligned(p, bytes)
 
 #include "../../src/cuda/kernels/movement.cu"

@@ -671,32 +671,36 @@ __global__ void __launch_bounds__(TR8_THREADS) ew_tr8_kernel(const ig_ew_args a,
     }
 }
 
-template <typename TI, typename TO> static void *tr_kernel_of(const ig_ew_args *a)
+template <typename TI, typename TO> static void *tr_kernel_of(const ig_ew_args *a, bool regs)
 {
-    if (!tr8_applies(*a)) return (void *)ew_transpose_kernel<TI, TO>;
+    if (!regs) return (void *)ew_transpose_kernel<TI, TO>;
     return a->dims[a->rank - 2] == 3 ? (void *)ew_tr8_kernel<TI, TO, 3> : (void *)ew_tr8_kernel<TI, TO, 4>;
 }
 
-template <typename TI> static void *tr_kernel_from(const ig_ew_args *a)
+template <typename TI> static void *tr_kernel_from(const ig_ew_args *a, bool regs)
 {
     switch (a->out_dtype) {
-    case INGOT_DTYPE_FLOAT: return tr_kernel_of<TI, float>(a);
-    case INGOT_DTYPE_FLOAT16: return tr_kernel_of<TI, __half>(a);
-    default: return tr_kernel_of<TI, __nv_bfloat16>(a);
+    case INGOT_DTYPE_FLOAT: return tr_kernel_of<TI, float>(a, regs);
+    case INGOT_DTYPE_FLOAT16: return tr_kernel_of<TI, __half>(a, regs);
+    default: return tr_kernel_of<TI, __nv_bfloat16>(a, regs);
     }
 }
 
-/* The instance for the program's dtypes (tr_applies admits fp32, fp16 and bf16 only) and form. */
-static void *tr_kernel(const ig_ew_args *a)
+/* The instance for the program's dtypes (tr_applies admits fp32, fp16 and bf16 only): the register form
+ * (regs: tr8_applies) or the tile. */
+static void *tr_kernel(const ig_ew_args *a, bool regs)
 {
     switch (a->in_dtype[0]) {
-    case INGOT_DTYPE_FLOAT: return tr_kernel_from<float>(a);
-    case INGOT_DTYPE_FLOAT16: return tr_kernel_from<__half>(a);
-    default: return tr_kernel_from<__nv_bfloat16>(a);
+    case INGOT_DTYPE_FLOAT: return tr_kernel_from<float>(a, regs);
+    case INGOT_DTYPE_FLOAT16: return tr_kernel_from<__half>(a, regs);
+    default: return tr_kernel_from<__nv_bfloat16>(a, regs);
     }
 }
 
-extern "C" int ingot_cuda_ew_transposes(const ig_ew_args *a) { return tr8_applies(*a) ? 2 : tr_applies(*a) ? 1 : 0; }
+extern "C" const char *ingot_cuda_ew_transpose_form(const ig_ew_args *a)
+{
+    return tr8_applies(*a) ? "pixels in registers" : tr_applies(*a) ? "shared-memory tile" : NULL;
+}
 
 /* Number of leading LOAD ops when the program fits the fast kernel, else -1. */
 static int ew_fast_loads(const ig_ew_args *a)
@@ -753,24 +757,22 @@ static int ew_regs_used(const ig_ew_args *a)
     return n;
 }
 
-/* The kernel for program a, its launch geometry and dynamic shared memory, the fast kernel's load count
- * (-1: not the fast kernel) and the kernel's second argument (-1: it has one; the fast kernel's load
- * count, the register transpose's thread count). */
-static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, size_t *smem, int *n_loads,
-                      int *second)
+/* The kernel for program a, its launch geometry and dynamic shared memory, and its second argument
+ * (-1: it has one; the fast kernel's load count, the register transpose's thread count). */
+static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block, size_t *smem, int *second)
 {
     *smem = 0;
-    *n_loads = *second = -1;
+    *second = -1;
     if (tr8_applies(*a)) {
         const int64_t threads = tr8_threads(*a);
-        *func = tr_kernel(a);
+        *func = tr_kernel(a, true);
         *grid = dim3((unsigned)((threads + TR8_THREADS - 1) / TR8_THREADS));
         *block = dim3(TR8_THREADS);
         *second = (int)threads;
         return;
     }
     if (tr_applies(*a)) {
-        *func = tr_kernel(a);
+        *func = tr_kernel(a, false);
         *grid = dim3((unsigned)tr_blocks(*a));
         *block = dim3(TR_THREADS);
         *smem = (size_t)a->dims[a->rank - 2] * TR_LD * sizeof(float);
@@ -782,50 +784,35 @@ static void ew_config(const ig_ew_args *a, void **func, dim3 *grid, dim3 *block,
     if (blocks < 1) blocks = 1;
     *grid = dim3((unsigned)blocks);
     *block = dim3(EW_BLOCK);
-    *n_loads = ew_fast_loads(a);
-    if (*n_loads >= 0) *second = *n_loads;
-    if (*n_loads >= 0)
+    const int n_loads = ew_fast_loads(a);
+    if (n_loads >= 0) {
+        *second = n_loads;
         *func = ew_fits_i32(a) ? (void *)ew_fast_kernel<int32_t> : (void *)ew_fast_kernel<int64_t>;
-    else if (a->int_math)
+    } else if (a->int_math) {
         *func = (void *)ew_kernel<long long, 2, IG_EW_NREG>;
-    else if (ew_regs_used(a) <= 2)
+    } else if (ew_regs_used(a) <= 2) {
         *func = (void *)ew_kernel<float, 8, 2>;
-    else if (ew_regs_used(a) <= 4)
+    } else if (ew_regs_used(a) <= 4) {
         *func = (void *)ew_kernel<float, 8, 4>;
-    else
+    } else {
         *func = (void *)ew_kernel<float, 8, IG_EW_NREG>;
+    }
 }
 
+/* Every kernel by pointer, with the arguments a graph node gets (ingot_cuda_ew_node_params): one choice,
+ * in ew_config. */
 extern "C" cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s)
 {
     if (a->n <= 0) return cudaSuccess;
     void *func;
     dim3 grid, block;
     size_t smem;
-    int nl, second;
-    ew_config(a, &func, &grid, &block, &smem, &nl, &second);
-    if (tr_applies(*a)) { /* a transposing copy: one of its instances, by pointer */
-        void *args[] = {(void *)a, &second};
-        const cudaError_t e = cudaLaunchKernel(func, grid, block, args, smem, s);
-        if (e != cudaSuccess) {
-            cudaGetLastError(); /* reported here, not again by the next check */
-            return e;
-        }
-    } else if (nl >= 0) {
-        if (func == (void *)ew_fast_kernel<int32_t>)
-            ew_fast_kernel<int32_t><<<grid, block, 0, s>>>(*a, nl);
-        else
-            ew_fast_kernel<int64_t><<<grid, block, 0, s>>>(*a, nl);
-    } else if (a->int_math) {
-        ew_kernel<long long, 2, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
-    } else if (func == (void *)ew_kernel<float, 8, 2>) {
-        ew_kernel<float, 8, 2><<<grid, block, 0, s>>>(*a);
-    } else if (func == (void *)ew_kernel<float, 8, 4>) {
-        ew_kernel<float, 8, 4><<<grid, block, 0, s>>>(*a);
-    } else {
-        ew_kernel<float, 8, IG_EW_NREG><<<grid, block, 0, s>>>(*a);
-    }
-    return cudaGetLastError();
+    int second;
+    ew_config(a, &func, &grid, &block, &smem, &second);
+    void *args[] = {(void *)a, &second}; /* a kernel of one argument reads the first only */
+    const cudaError_t e = cudaLaunchKernel(func, grid, block, args, smem, s);
+    if (e != cudaSuccess) cudaGetLastError(); /* reported here, not again by the next check */
+    return e;
 }
 
 extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cudaKernelNodeParams *params,
@@ -834,8 +821,8 @@ extern "C" cudaError_t ingot_cuda_ew_node_params(const ig_ew_args *a, struct cud
     void *func;
     dim3 grid, block;
     size_t smem;
-    int nl, second;
-    ew_config(a, &func, &grid, &block, &smem, &nl, &second);
+    int second;
+    ew_config(a, &func, &grid, &block, &smem, &second);
     /* arg_storage holds the argument block, then the second argument */
     memcpy(arg_storage, a, sizeof *a);
     arg_ptrs[0] = arg_storage;

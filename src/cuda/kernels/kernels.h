@@ -175,10 +175,10 @@ cudaError_t ingot_cuda_ew(const ig_ew_args *a, cudaStream_t s);
 cudaError_t ingot_cuda_ew_jit_launch(const void *func, const ig_ew_args *a, cudaStream_t s);
 /* True when every offset of the launch fits in 32 bits (the kernels then index with int). */
 int ingot_cuda_ew_fits_i32(const ig_ew_args *a);
-/* Nonzero when `a` is a copy that transposes its innermost dims (ew_transpose.cuh), so the generated
- * kernels leave it alone: 1 when ingot_cuda_ew runs it through a shared-memory tile, 2 when a thread
- * holds whole pixels in registers (C of 3 or 4). */
-int ingot_cuda_ew_transposes(const ig_ew_args *a);
+/* Non-NULL when `a` is a copy that transposes its innermost dims (ew_transpose.cuh), so the generated
+ * kernels leave it alone: how ingot_cuda_ew runs it, "shared-memory tile" or "pixels in registers" (a
+ * thread holds whole pixels, C of 3 or 4). */
+const char *ingot_cuda_ew_transpose_form(const ig_ew_args *a);
 /* The kernel node parameters `a` launches with, written to *params (kernel function, grid, block, the
  * by-value arguments copied into arg_storage, which must hold sizeof(ig_ew_args) + 16 bytes, pointed to
  * by arg_ptrs[0..1]); for patching an instantiated CUDA graph's input/output copies in place

@@ -20,6 +20,7 @@
  * LogSumExp keeps an online (max, sum of exp) pair. The geometry is planned once, at lowering
  * (ingot_cuda_reduction_plan), because the partials need an arena buffer.
  */
+#include "div_rem.cuh"
 #include "kernels.h"
 #include "ingot.h"
 
@@ -190,8 +191,8 @@ __device__ __forceinline__ int64_t keep_offsets(const ig_reduction_args &a, int6
 #pragma unroll
     for (int d = IG_RDX_MAX_DIMS - 1; d >= 0; d--) {
         if (d >= a.n_keep) continue;
-        const int64_t c = o % a.keep[d];
-        o /= a.keep[d];
+        int64_t c;
+        o = ig_div_rem(o, a.keep[d], c);
         xo += c * a.keep_xs[d];
         yo += c * a.keep_ys[d];
     }
@@ -205,8 +206,8 @@ __device__ __forceinline__ int64_t red_offset(const ig_reduction_args &a, int64_
 #pragma unroll
     for (int d = IG_RDX_MAX_DIMS - 1; d >= 0; d--) {
         if (d >= a.n_red) continue;
-        const int64_t c = r % a.red[d];
-        r /= a.red[d];
+        int64_t c;
+        r = ig_div_rem(r, a.red[d], c);
         off += c * a.red_xs[d];
     }
     return off;
@@ -216,10 +217,7 @@ __device__ __forceinline__ int64_t red_offset(const ig_reduction_args &a, int64_
 __device__ __forceinline__ int64_t out_offset(const ig_reduction_args &a, int64_t o)
 {
     int64_t yo, k = 0;
-    if (a.cols) {
-        k = o % a.inner;
-        o /= a.inner;
-    }
+    if (a.cols) o = ig_div_rem(o, a.inner, k);
     keep_offsets(a, o, &yo);
     return yo + k * a.inner_ys;
 }
@@ -329,7 +327,8 @@ __global__ void __launch_bounds__(RDX_BLOCK) rdx_cols(const ig_reduction_args a,
     __shared__ St<A> sm[V * RDX_BLOCK];
     const int cx = threadIdx.x % tx, ry = threadIdx.x / tx;
     const int64_t kv = a.inner / V, tiles = (kv + tx - 1) / tx;
-    const int64_t ai = blockIdx.x / tiles, c = (blockIdx.x % tiles) * tx + cx;
+    int64_t tile;
+    const int64_t ai = ig_div_rem(blockIdx.x, tiles, tile), c = tile * tx + cx;
     const int64_t part = blockIdx.y;
     int64_t ybase;
     const int64_t xb = keep_offsets(a, ai, &ybase);
@@ -420,10 +419,15 @@ static int pow2_ceil(int64_t v)
  * bytes of a row) when the rows are many; when they are few, ty only as tall as gives each thread about
  * 2 * RDX_UNROLL rows, so the loads are in flight together and the shared-memory merge is short
  * (ResNet-50's global pooling, 49 rows of 2048 channels, merged 32 partial states per output in 5 rounds
- * after one or two loads per thread: 87 us at 605 GB/s at batch 256 on the H200). */
-static int col_tx(int64_t kv, int vec, int64_t n_red)
+ * after one or two loads per thread: 87 us at 605 GB/s at batch 256 on the H200), and no taller than
+ * fills the GPU with RDX_TARGET threads: past that a taller block only adds threads, each with its
+ * offsets to work out and its state to merge (the same pooling with 8 rows a column: 30 us, 670
+ * instructions a warp). cols: the column vectors of all outputs (kv times the outer kept extent). */
+static int col_tx(int64_t kv, int vec, int64_t n_red, int64_t cols)
 {
-    const int64_t ty_want = pow2_ceil(ceil_div(n_red > 0 ? n_red : 1, 2 * RDX_UNROLL));
+    int64_t ty_want = pow2_ceil(ceil_div(n_red > 0 ? n_red : 1, 2 * RDX_UNROLL));
+    const int64_t ty_fill = pow2_ceil(ceil_div(RDX_TARGET, cols > 0 ? cols : 1));
+    if (ty_fill < ty_want) ty_want = ty_fill;
     int tx = vec > 1 ? 8 : 32;
     if (ty_want < RDX_BLOCK / tx) tx = RDX_BLOCK / (int)ty_want;
     return pow2_ceil(kv) < tx ? pow2_ceil(kv) : tx;
@@ -432,8 +436,9 @@ static int col_tx(int64_t kv, int vec, int64_t n_red)
 template <typename T, int K, int V> static void launch_main(const ig_reduction_args &a, cudaStream_t s)
 {
     if (a.cols) {
-        const int tx = col_tx(a.inner / V, V, a.n_red_total), ty = RDX_BLOCK / tx;
-        const int64_t tiles = (a.inner / V + tx - 1) / tx, outer = a.n_out / a.inner;
+        const int64_t outer = a.n_out / a.inner;
+        const int tx = col_tx(a.inner / V, V, a.n_red_total, a.inner / V * outer), ty = RDX_BLOCK / tx;
+        const int64_t tiles = (a.inner / V + tx - 1) / tx;
         rdx_cols<T, K, V><<<dim3((unsigned)(tiles * outer), (unsigned)a.split), RDX_BLOCK, 0, s>>>(a, tx, ty);
     } else if (a.lanes <= 32) {
         const int64_t per = RDX_BLOCK / a.lanes;
@@ -545,7 +550,7 @@ extern "C" size_t ingot_cuda_reduction_plan(ig_reduction_args *a)
         a->split = (int32_t)ceil_div(a->n_red_total, a->chunk);
     } else {
         const int64_t kv = a->inner / a->vec, outer = a->n_out / (a->inner ? a->inner : 1);
-        const int tx = col_tx(kv, a->vec, a->n_red_total), ty = RDX_BLOCK / tx;
+        const int tx = col_tx(kv, a->vec, a->n_red_total, kv * outer), ty = RDX_BLOCK / tx;
         const int64_t blocks = ceil_div(kv, tx) * outer;
         if (!fl || blocks * RDX_BLOCK >= RDX_TARGET || a->n_red_total / ty <= 8) return 0;
         int64_t split = ceil_div(RDX_TARGET, blocks * RDX_BLOCK),

@@ -114,10 +114,15 @@ __device__ __forceinline__ void stem_stage_filters(const ig_stem_args &a, stem_s
 }
 
 /* One tile (np pixels of output row oh of image n from ow0): the patch staged, the products, and the
- * outputs (bias and ReLU applied, fp16) left in sm.buf, STEM_LDO halves a pixel, when it returns. */
+ * outputs (bias and ReLU applied, fp16) left in sm.buf, STEM_LDO halves a pixel, when it returns.
+ * taps_pw: the patch width sm.taps was built for (every thread's copy the same); the table is built
+ * again only when a tile's width differs (the pooled kernel's tiles are all whole rows, the plain
+ * kernel's all but a row's last): two warps built it every tile, with a division by S a tap, while the
+ * other two waited at the barrier after the staging. */
 template <int C, int NT>
 __device__ __forceinline__ void stem_tile_outs(const ig_stem_args &a, stem_smem &sm, const float (&bias)[NT][2],
-                                               const unsigned (&coff)[C], int n, int oh, int ow0, int np, int kp)
+                                               const unsigned (&coff)[C], int n, int oh, int ow0, int np, int kp,
+                                               int &taps_pw)
 {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int pw = stem_pw(a, np);
@@ -148,7 +153,10 @@ __device__ __forceinline__ void stem_tile_outs(const ig_stem_args &a, stem_smem 
             *(uint2 *)(sm.buf + 4 * (r * pw + col)) = make_uint2(w2[0], w2[1]);
         }
     }
-    for (int q = tid; q < kp / 4; q += STEM_THREADS) sm.taps[q] = stem_tap(a, pw, q);
+    if (pw != taps_pw) { /* the same in every thread: the barrier above ends the last tile's reads */
+        for (int q = tid; q < kp / 4; q += STEM_THREADS) sm.taps[q] = stem_tap(a, pw, q);
+        taps_pw = pw;
+    }
     __syncthreads();
     float acc[2][NT][4]; /* starting from the bias */
 #pragma unroll
@@ -211,10 +219,11 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem
     unsigned coff[C];
     stem_consts<C, NT>(a, n0, bias, coff);
     const int tiles = stem_tiles(a);
+    int taps_pw = -1; /* no table yet */
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int n, oh, ow0, np;
         stem_tile(a, tile, n, oh, ow0, np);
-        stem_tile_outs<C, NT>(a, sm, bias, coff, n, oh, ow0, np, kp);
+        stem_tile_outs<C, NT>(a, sm, bias, coff, n, oh, ow0, np, kp, taps_pw);
         /* np pixels of nc channels: 16-byte pieces when the output's rows allow, else halves */
         const int nc = ntiles * 8;
         __half *y = (__half *)a.y + n * a.ys[0] + oh * a.ys[2] + ow0 * a.ys[3] + n0;
@@ -261,13 +270,14 @@ template <int C, int NT> __global__ void __launch_bounds__(STEM_THREADS, 4) stem
     const bool v16 =
         ((uintptr_t)((const __half *)a.y + n0) & 15) == 0 && a.ys[3] % 8 == 0 && a.ys[0] % 8 == 0 && a.ys[2] % 8 == 0;
     const int bands = stem_bands(a);
+    int taps_pw = -1; /* no table yet */
     for (int t = blockIdx.x; t < bands; t += gridDim.x) {
         int n, po0, po1, r0, r1;
         stem_band(a, t, n, po0, po1, r0, r1);
         __half *yn = (__half *)a.y + n * a.ys[0] + n0 + g * 8;
         int po = po0;
         for (int cr = r0; cr <= r1; cr++) {
-            stem_tile_outs<C, NT>(a, sm, bias, coff, n, cr, 0, (int)a.ow, kp);
+            stem_tile_outs<C, NT>(a, sm, bias, coff, n, cr, 0, (int)a.ow, kp, taps_pw);
             const stem_role role = stem_pool_role_next(a, po1, cr, po); /* the block's, not a slot's */
             if (!active) continue;
             for (int qo = qo0; qo < a.qw; qo += qstep) {

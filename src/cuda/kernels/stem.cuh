@@ -208,7 +208,11 @@ static inline int stem_band_for(const ig_stem_args &a, int slots)
 IG_STEM_HD void stem_pool_cols(const ig_stem_args &a, const __half *buf, int qo, int ch, __half2 (&h)[4])
 {
     const int c0 = qo * a.psw - a.ppw;
-    bool any = false;
+    /* from -inf, which the window's first column replaces exactly (every window holds one: stem_pool_applies),
+     * so no column needs to know whether it is the first */
+    const __half2 ninf = __halves2half2(__ushort_as_half(0xfc00), __ushort_as_half(0xfc00));
+#pragma unroll
+    for (int e = 0; e < 4; e++) h[e] = ninf;
 #pragma unroll
     for (int s = 0; s < STEM_POOL_MAX_KW; s++) {
         const int col = c0 + s;
@@ -217,8 +221,7 @@ IG_STEM_HD void stem_pool_cols(const ig_stem_args &a, const __half *buf, int qo,
         const __half2 v[4] = {*(const __half2 *)&q.x, *(const __half2 *)&q.y, *(const __half2 *)&q.z,
                               *(const __half2 *)&q.w};
 #pragma unroll
-        for (int e = 0; e < 4; e++) h[e] = any ? __hmax2_nan(h[e], v[e]) : v[e];
-        any = true;
+        for (int e = 0; e < 4; e++) h[e] = __hmax2_nan(h[e], v[e]);
     }
 }
 
