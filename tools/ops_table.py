@@ -58,6 +58,16 @@ AT_LOAD = {
 }
 
 
+# Ops the optimizer rewrites into ops the CUDA backend lowers (src/opt/canonical.c): CUDA runs them in every
+# engine built with the optimizer on (the default).
+BY_OPTIMIZER = {
+    "CastLike": "CUDA: as the Cast the optimizer's `canonical` pass makes of it (built with the optimizer off: "
+                "CPU only)",
+    "GlobalLpPool": "CUDA: p = 2 and 1 as the ReduceL2 / ReduceL1 over the spatial axes that the optimizer's "
+                    "`canonical` pass makes of it; other p CPU only",
+}
+
+
 def reason_of(op):
     for why, ops in REASONS:
         if op in ops:
@@ -127,7 +137,7 @@ def render():
     for op, vers in ops.items():
         c = have.get(op)
         cpu = "yes" if c else "no"
-        gpu = "yes" if c and (cuda.get(c) or op in AT_LOAD) else "no"
+        gpu = "yes" if c and (cuda.get(c) or op in AT_LOAD or op in BY_OPTIMIZER) else "no"
         if op in AT_LOAD:
             n_cpu += 1
             n_cuda += 1
@@ -135,7 +145,7 @@ def render():
         elif c:
             n_cpu += 1
             n_cuda += gpu == "yes"
-            note = CUDA_NOTES.get(op, "") if gpu == "yes" else "CPU only: AUTO runs it on the CPU"
+            note = BY_OPTIMIZER.get(op, CUDA_NOTES.get(op, "")) if gpu == "yes" else "CPU only: AUTO runs it on the CPU"
         else:
             note = reason_of(op)
         rows.append(f"| {op} | {', '.join(map(str, vers))} | {cpu} | {gpu} | {note} |")

@@ -230,6 +230,10 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
 #define CU_average_pool        CU_POOL
 #define CU_global_average_pool CU_REDUCE
 #define CU_global_max_pool     CU_REDUCE
+#define CU_lp_pool             CU_NONE /* rare in models: runs on the CPU */
+#define CU_global_lp_pool      CU_NONE /* p = 2, 1: a ReduceL2 / ReduceL1 after the optimizer (canonical.c) */
+#define CU_max_unpool          CU_NONE /* a data-dependent scatter, rare in models: runs on the CPU */
+#define CU_col2im              CU_NONE /* rare in models: runs on the CPU */
 #define CU_gemm                CU_MATMUL
 #define CU_matmul              CU_MATMUL
 #define CU_batch_normalization          \
@@ -279,6 +283,17 @@ static const char *sup_float(const ig_graph *g, const ig_node *n)
     {                            \
         ig__lw_depth_space, NULL \
     }
+/* sampling at computed positions (src/ops/sample.c, roi_align.c, deform_conv.c) */
+#define CU_grid_sample  CU_NONE /* no CUDA kernel written yet: AUTO runs it on the CPU */
+#define CU_affine_grid  CU_NONE /* no CUDA kernel written yet: AUTO runs it on the CPU */
+#define CU_roi_align    CU_NONE /* no CUDA kernel yet: per-ROI bilinear sampling runs on the CPU under AUTO */
+#define CU_deform_conv  CU_NONE /* no CUDA kernel yet: offset-driven im2col runs on the CPU under AUTO */
+#define CU_max_roi_pool CU_NONE /* no CUDA kernel yet: per-ROI max over pixel windows runs on the CPU under AUTO */
+/* the rare ops of src/ops/linalg.c and misc_more.c: no model of the zoo has them, AUTO runs them on the CPU */
+#define CU_det              CU_NONE /* per-matrix LU with pivoting: no CUDA kernel written */
+#define CU_reverse_sequence CU_NONE /* data-dependent per-batch copy: no CUDA kernel written */
+#define CU_center_crop_pad  CU_NONE /* crop/pad copy: no CUDA kernel written */
+
 #define CU_cum_sum  CU_INDEX
 #define CU_trilu    CU_INDEX
 #define CU_size     CU_NONE

@@ -3,8 +3,9 @@
  * GlobalMaxPool, for any number of spatial dims (1-D, 2-D and 3-D are what models use).
  *
  * All of them share the sliding-window geometry (kernel, strides, dilations, pads, auto_pad,
- * ceil_mode), parsed once by parse_window() and resolved against concrete sizes by resolve_dim(), so
- * shape inference, scratch sizing, FLOP counting and the kernels agree on every output size.
+ * ceil_mode), parsed once by ig__window_parse() and resolved against concrete sizes by
+ * ig__window_resolve(), so shape inference, scratch sizing, FLOP counting and the kernels agree on every
+ * output size. LpPool, MaxUnpool (pool_more.c) and Col2Im (col2im.c) use the same geometry (ops_internal.h).
  *
  * Conv on the CPU: per image and group, one SGEMM W_g [M/g, C/g*k] times col [C/g*k, out] (+ bias in
  * the SGEMM's epilogue) where the column matrix is never built: the SGEMM's B-panel packer reads it
@@ -21,28 +22,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
-
-#define MAX_SP (IG_MAX_RANK - 2)
-
-typedef enum win_kind { WIN_CONV, WIN_CONVT, WIN_MAXPOOL, WIN_AVGPOOL } win_kind;
-typedef enum auto_pad { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID } auto_pad;
-
-/* Sliding-window attributes of a node, with defaults filled in. kernel[i] == 0: not known (a Conv
- * whose weight dims are symbolic and that has no kernel_shape). */
-typedef struct window {
-    win_kind kind;
-    int32_t nsp;
-    int64_t kernel[MAX_SP], stride[MAX_SP], dil[MAX_SP];
-    int64_t pad_b[MAX_SP], pad_e[MAX_SP]; /* explicit pads (used with NOTSET) */
-    int64_t out_pad[MAX_SP];              /* ConvTranspose output_padding */
-    int64_t out_shape[MAX_SP];            /* ConvTranspose output_shape */
-    bool has_out_shape;
-    auto_pad autopad;
-    bool ceil_mode;
-    bool count_include_pad;
-    int64_t storage_order;
-    int64_t group;
-} window;
 
 /* Fail with the node named, as ig__fail does, from either inference or a kernel. */
 static ingot_status node_fail(ig_err *err, const ig_node *node, ingot_status st, const char *fmt, ...) IG_PRINTF(4, 5);
@@ -88,12 +67,16 @@ static ingot_status attr_ints_n(ig_err *err, const ig_node *node, const char *na
     return INGOT_OK;
 }
 
+/* The ops whose output grows from their input, as ConvTranspose's does (MaxUnpool: dilation 1). */
+static bool is_transposed(ig_win_kind kind) { return kind == IG_WIN_CONVT || kind == IG_WIN_UNPOOL; }
+
 /*
- * Parse the window attributes of a node with nsp spatial dims. wk: the weight's spatial dims for
- * Conv/ConvTranspose (NULL for pools; an entry < 0 is unknown), used when kernel_shape is absent.
+ * Parse the window attributes of a node with nsp spatial dims, reading only the attributes its op has
+ * at its opset. wk: the weight's spatial dims for Conv/ConvTranspose (NULL for pools; an entry < 0 is
+ * unknown), used when kernel_shape is absent; Col2Im's block_shape (it has no kernel_shape).
  */
-static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind, int32_t nsp, const int64_t *wk,
-                                 window *w)
+ingot_status ig__window_parse(ig_err *err, const ig_node *node, ig_win_kind kind, int32_t nsp, const int64_t *wk,
+                              ig_window *w)
 {
     ingot_status st;
     memset(w, 0, sizeof *w);
@@ -103,7 +86,7 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
     for (int32_t i = 0; i < nsp; i++) w->stride[i] = w->dil[i] = 1;
 
     bool has_kernel = false;
-    IG_TRY(st, attr_ints_n(err, node, "kernel_shape", nsp, 1, w->kernel, &has_kernel), out);
+    if (kind != IG_WIN_COL2IM) IG_TRY(st, attr_ints_n(err, node, "kernel_shape", nsp, 1, w->kernel, &has_kernel), out);
     if (!has_kernel) {
         if (!wk) return node_fail(err, node, INGOT_ERR_MODEL_INVALID, "attribute 'kernel_shape' is required");
         for (int32_t i = 0; i < nsp; i++) w->kernel[i] = wk[i] > 0 ? wk[i] : 0;
@@ -116,32 +99,37 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
                                  w->kernel[i], (int)i, wk[i]);
     }
     IG_TRY(st, attr_ints_n(err, node, "strides", nsp, 1, w->stride, NULL), out);
-    if (kind != WIN_AVGPOOL || node->opset >= 19)
-        IG_TRY(st, attr_ints_n(err, node, "dilations", nsp, 1, w->dil, NULL), out);
+    /* dilations: AveragePool from opset 19, LpPool from 18, MaxUnpool never */
+    bool has_dil = kind == IG_WIN_AVGPOOL  ? node->opset >= 19
+                   : kind == IG_WIN_LPPOOL ? node->opset >= 18
+                                           : kind != IG_WIN_UNPOOL;
+    if (has_dil) IG_TRY(st, attr_ints_n(err, node, "dilations", nsp, 1, w->dil, NULL), out);
 
-    int64_t pads[2 * MAX_SP] = {0};
+    int64_t pads[2 * IG_MAX_SP] = {0};
     IG_TRY(st, attr_ints_n(err, node, "pads", 2 * nsp, 0, pads, NULL), out);
     for (int32_t i = 0; i < nsp; i++) {
         w->pad_b[i] = pads[i];
         w->pad_e[i] = pads[nsp + i];
     }
 
-    const char *ap = ig__attr_str(node, "auto_pad", "NOTSET");
+    /* MaxUnpool and Col2Im have no auto_pad */
+    const char *ap =
+        kind == IG_WIN_UNPOOL || kind == IG_WIN_COL2IM ? "NOTSET" : ig__attr_str(node, "auto_pad", "NOTSET");
     if (!strcmp(ap, "NOTSET") || !ap[0])
-        w->autopad = PAD_NOTSET;
+        w->autopad = IG_PAD_NOTSET;
     else if (!strcmp(ap, "SAME_UPPER"))
-        w->autopad = PAD_SAME_UPPER;
+        w->autopad = IG_PAD_SAME_UPPER;
     else if (!strcmp(ap, "SAME_LOWER"))
-        w->autopad = PAD_SAME_LOWER;
+        w->autopad = IG_PAD_SAME_LOWER;
     else if (!strcmp(ap, "VALID"))
-        w->autopad = PAD_VALID;
+        w->autopad = IG_PAD_VALID;
     else
         return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
                          "attribute 'auto_pad' value '%s' is not "
                          "supported (NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
                          ap);
 
-    if (kind == WIN_CONV || kind == WIN_CONVT) {
+    if (kind == IG_WIN_CONV || kind == IG_WIN_CONVT) {
         w->group = ig__attr_int(node, "group", 1);
         if (w->group < 1)
             return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
@@ -149,13 +137,13 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
     }
     /* as ONNX Runtime requires: a pool's pads smaller than its window (a window wholly in the pads
      * has no element: MaxPool would output -FLT_MAX) */
-    for (int32_t i = 0; (kind == WIN_MAXPOOL || kind == WIN_AVGPOOL) && has_kernel && i < nsp; i++)
+    for (int32_t i = 0; (kind == IG_WIN_MAXPOOL || kind == IG_WIN_AVGPOOL) && has_kernel && i < nsp; i++)
         if (w->pad_b[i] >= w->kernel[i] || w->pad_e[i] >= w->kernel[i])
             return node_fail(err, node, INGOT_ERR_MODEL_INVALID,
                              "attribute 'pads' (%" PRId64 ", %" PRId64 " at spatial dim %d) must be smaller than "
                              "the kernel (%" PRId64 ")",
                              w->pad_b[i], w->pad_e[i], (int)i, w->kernel[i]);
-    if (kind == WIN_CONVT) {
+    if (kind == IG_WIN_CONVT) {
         IG_TRY(st, attr_ints_n(err, node, "output_padding", nsp, 0, w->out_pad, NULL), out);
         /* ONNX: each output_padding smaller than its stride or dilation (more would add rows no
          * input position reaches) */
@@ -182,15 +170,15 @@ static ingot_status parse_window(ig_err *err, const ig_node *node, win_kind kind
             w->has_out_shape = true;
         }
     }
-    if (kind == WIN_MAXPOOL || kind == WIN_AVGPOOL) {
+    if (kind == IG_WIN_MAXPOOL || kind == IG_WIN_AVGPOOL || (kind == IG_WIN_LPPOOL && node->opset >= 18)) {
         int64_t cm = ig__attr_int(node, "ceil_mode", 0);
         if (cm != 0 && cm != 1)
             return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
                              "attribute 'ceil_mode' value %" PRId64 " is not supported (0 or 1)", cm);
         w->ceil_mode = cm == 1;
     }
-    if (kind == WIN_AVGPOOL) w->count_include_pad = ig__attr_int(node, "count_include_pad", 0) != 0;
-    if (kind == WIN_MAXPOOL) {
+    if (kind == IG_WIN_AVGPOOL) w->count_include_pad = ig__attr_int(node, "count_include_pad", 0) != 0;
+    if (kind == IG_WIN_MAXPOOL) {
         w->storage_order = ig__attr_int(node, "storage_order", 0);
         if (w->storage_order != 0 && w->storage_order != 1)
             return node_fail(err, node, INGOT_ERR_MODEL_UNSUPPORTED_OP,
@@ -206,12 +194,12 @@ out:
  * (begin/end; for ConvTranspose the pads cropped from the full output). Fails naming the dim when
  * the window does not fit.
  */
-static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *w, int32_t i, int64_t in, int64_t *out,
-                                int64_t *pb, int64_t *pe)
+ingot_status ig__window_resolve(ig_err *err, const ig_node *node, const ig_window *w, int32_t i, int64_t in,
+                                int64_t *out, int64_t *pb, int64_t *pe)
 {
     int64_t k = w->kernel[i], s = w->stride[i], d = w->dil[i];
     int64_t ek = (k - 1) * d + 1; /* the dilated window: attributes are < 2^31, so no overflow */
-    if (w->kind == WIN_CONVT) {
+    if (is_transposed(w->kind)) {
         int64_t full; /* the output with nothing cropped */
         if (__builtin_mul_overflow(s, in - 1, &full) || __builtin_add_overflow(full, w->out_pad[i] + ek, &full) ||
             (w->has_out_shape && w->out_shape[i] > INT64_MAX / 2) || (!w->has_out_shape && in > INT64_MAX / s))
@@ -219,18 +207,18 @@ static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *
                              "spatial dim %d: the output size overflows (input %" PRId64 ", stride %" PRId64 ")",
                              (int)i, in, s);
         int64_t o = 0, total = 0;
-        if (w->has_out_shape || w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) {
+        if (w->has_out_shape || w->autopad == IG_PAD_SAME_UPPER || w->autopad == IG_PAD_SAME_LOWER) {
             o = w->has_out_shape ? w->out_shape[i] : in * s;
             total = full - o;
             if (total < 0) total = 0; /* a larger output gets zeros past the end (as onnxruntime does) */
-            if (w->autopad == PAD_SAME_UPPER) {
+            if (w->autopad == IG_PAD_SAME_UPPER) {
                 *pb = total / 2;
                 *pe = total - total / 2;
             } else {
                 *pb = total - total / 2;
                 *pe = total / 2;
             }
-        } else if (w->autopad == PAD_VALID) {
+        } else if (w->autopad == IG_PAD_VALID) {
             *pb = *pe = 0;
             o = full;
         } else {
@@ -249,18 +237,18 @@ static ingot_status resolve_dim(ig_err *err, const ig_node *node, const window *
     if (in > INT64_MAX / 4)
         return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "spatial dim %d: input size %" PRId64 " is too large",
                          (int)i, in);
-    if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER) {
+    if (w->autopad == IG_PAD_SAME_UPPER || w->autopad == IG_PAD_SAME_LOWER) {
         int64_t o = (in + s - 1) / s;
         int64_t total = (o - 1) * s + ek - in;
         if (total < 0) total = 0;
-        if (w->autopad == PAD_SAME_UPPER) {
+        if (w->autopad == IG_PAD_SAME_UPPER) {
             *pb = total / 2;
             *pe = total - total / 2;
         } else {
             *pb = total - total / 2;
             *pe = total / 2;
         }
-    } else if (w->autopad == PAD_VALID) {
+    } else if (w->autopad == IG_PAD_VALID) {
         *pb = *pe = 0;
     } else {
         *pb = w->pad_b[i];
@@ -297,30 +285,30 @@ static ingot_status check_float_input(ig_infer *cx, int i, uint32_t mask, ingot_
 
 /* Output spatial dims from input dims that may be symbolic: a symbolic size passes through when the
  * window cannot change it (k=1, s=1, no pads, or SAME with s=1); otherwise it becomes a fresh symbol. */
-static ingot_status infer_spatial(ig_infer *cx, const window *w, const ig_shape *xs, ig_shape *os)
+ingot_status ig__window_infer_spatial(ig_infer *cx, const ig_window *w, const ig_shape *xs, ig_shape *os)
 {
     for (int32_t i = 0; i < w->nsp; i++) {
         ig_dim in = xs->d[2 + i];
         if (ig__dim_known(in) && w->kernel[i] > 0) {
             int64_t o = 0, pb = 0, pe = 0;
-            ingot_status st = resolve_dim(cx->err, cx->node, w, i, in.n, &o, &pb, &pe);
+            ingot_status st = ig__window_resolve(cx->err, cx->node, w, i, in.n, &o, &pb, &pe);
             if (st != INGOT_OK) return st;
             os->d[2 + i] = ig__dim_const(o);
             continue;
         }
-        if (w->kind == WIN_CONVT && w->has_out_shape) {
+        if (w->kind == IG_WIN_CONVT && w->has_out_shape) {
             os->d[2 + i] = ig__dim_const(w->out_shape[i]);
             continue;
         }
         bool same_size = false;
-        if (w->kind != WIN_CONVT && w->stride[i] == 1 && !w->ceil_mode) {
-            if (w->autopad == PAD_SAME_UPPER || w->autopad == PAD_SAME_LOWER)
+        if (!is_transposed(w->kind) && w->stride[i] == 1 && !w->ceil_mode) {
+            if (w->autopad == IG_PAD_SAME_UPPER || w->autopad == IG_PAD_SAME_LOWER)
                 same_size = true;
-            else if (w->kernel[i] == 1 && (w->autopad == PAD_VALID || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
+            else if (w->kernel[i] == 1 && (w->autopad == IG_PAD_VALID || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
                 same_size = true;
         }
-        if (w->kind == WIN_CONVT && w->kernel[i] == 1 && w->stride[i] == 1 && w->out_pad[i] == 0 &&
-            (w->autopad != PAD_NOTSET || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
+        if (is_transposed(w->kind) && w->kernel[i] == 1 && w->stride[i] == 1 && w->out_pad[i] == 0 &&
+            (w->autopad != IG_PAD_NOTSET || (w->pad_b[i] == 0 && w->pad_e[i] == 0)))
             same_size = true;
         os->d[2 + i] = same_size ? in : ig__dim_fresh(cx);
     }
@@ -357,10 +345,11 @@ static ingot_status conv_like_infer(ig_infer *cx, bool transpose)
         return ig__fail_shape(cx, "weight '%s' has rank %d but input '%s' has rank %d", wv->name, (int)wv->shape.rank,
                               x->name, (int)x->shape.rank);
     int32_t nsp = rank - 2;
-    int64_t wk[MAX_SP];
+    int64_t wk[IG_MAX_SP];
     weight_kernel(wv, nsp, wk);
-    window w;
-    if ((st = parse_window(cx->err, cx->node, transpose ? WIN_CONVT : WIN_CONV, nsp, wk, &w)) != INGOT_OK) return st;
+    ig_window w;
+    if ((st = ig__window_parse(cx->err, cx->node, transpose ? IG_WIN_CONVT : IG_WIN_CONV, nsp, wk, &w)) != INGOT_OK)
+        return st;
 
     ig_dim wd0 = wv->shape.rank >= 0 ? wv->shape.d[0] : ig__dim_fresh(cx);
     ig_dim wd1 = wv->shape.rank >= 0 ? wv->shape.d[1] : ig__dim_fresh(cx);
@@ -403,19 +392,19 @@ static ingot_status conv_like_infer(ig_infer *cx, bool transpose)
     ig_shape os = {.rank = rank};
     os.d[0] = xs.d[0];
     os.d[1] = m;
-    if ((st = infer_spatial(cx, &w, &xs, &os)) != INGOT_OK) return st;
+    if ((st = ig__window_infer_spatial(cx, &w, &xs, &os)) != INGOT_OK) return st;
     return ig__set_out(cx, 0, x->dtype, &os);
 }
 
 static ingot_status conv_infer(ig_infer *cx) { return conv_like_infer(cx, false); }
 static ingot_status conv_transpose_infer(ig_infer *cx) { return conv_like_infer(cx, true); }
 
-static ingot_status pool_infer_common(ig_infer *cx, win_kind kind)
+static ingot_status pool_infer_common(ig_infer *cx, ig_win_kind kind)
 {
     ig_value *x = ig__in(cx, 0);
     if (!x) return ig__fail_shape(cx, "input X is required");
     uint32_t mask = IG_TS_FLOAT;
-    if (kind == WIN_MAXPOOL && cx->node->opset >= 12) mask |= IG_T(INT8) | IG_T(UINT8);
+    if (kind == IG_WIN_MAXPOOL && cx->node->opset >= 12) mask |= IG_T(INT8) | IG_T(UINT8);
     ingot_status st = ig__check_dtype(cx, 0, mask);
     if (st != INGOT_OK) return st;
     if (x->shape.rank < 0) {
@@ -426,16 +415,16 @@ static ingot_status pool_infer_common(ig_infer *cx, win_kind kind)
     if (x->shape.rank < 3)
         return ig__fail_shape(cx, "input '%s' must have rank >= 3 (N, C, spatial dims), got rank %d", x->name,
                               (int)x->shape.rank);
-    window w;
-    if ((st = parse_window(cx->err, cx->node, kind, x->shape.rank - 2, NULL, &w)) != INGOT_OK) return st;
+    ig_window w;
+    if ((st = ig__window_parse(cx->err, cx->node, kind, x->shape.rank - 2, NULL, &w)) != INGOT_OK) return st;
     ig_shape os = x->shape;
-    if ((st = infer_spatial(cx, &w, &x->shape, &os)) != INGOT_OK) return st;
+    if ((st = ig__window_infer_spatial(cx, &w, &x->shape, &os)) != INGOT_OK) return st;
     if ((st = ig__set_out(cx, 0, x->dtype, &os)) != INGOT_OK) return st;
     return ig__set_out(cx, 1, INGOT_DTYPE_INT64, &os); /* MaxPool's Indices, when asked for */
 }
 
-static ingot_status max_pool_infer(ig_infer *cx) { return pool_infer_common(cx, WIN_MAXPOOL); }
-static ingot_status average_pool_infer(ig_infer *cx) { return pool_infer_common(cx, WIN_AVGPOOL); }
+static ingot_status max_pool_infer(ig_infer *cx) { return pool_infer_common(cx, IG_WIN_MAXPOOL); }
+static ingot_status average_pool_infer(ig_infer *cx) { return pool_infer_common(cx, IG_WIN_AVGPOOL); }
 
 static ingot_status global_pool_infer(ig_infer *cx)
 {
@@ -454,28 +443,28 @@ static ingot_status global_pool_infer(ig_infer *cx)
 /* ---- concrete geometry (kernels, scratch, FLOPs) ------------------------------------------------ */
 
 typedef struct geom {
-    window w;
+    ig_window w;
     int32_t nsp;
     int64_t n, c, m, cg, mg; /* batch, in channels, out channels, per group */
-    int64_t in[MAX_SP], out[MAX_SP], pb[MAX_SP], pe[MAX_SP];
+    int64_t in[IG_MAX_SP], out[IG_MAX_SP], pb[IG_MAX_SP], pe[IG_MAX_SP];
     int64_t in_sp, out_sp, kprod; /* products over spatial dims */
 } geom;
 
 /* Geometry from concrete dims. xd: input dims [rank]; wd: weight dims (NULL for pools). */
-static ingot_status make_geom(ig_err *err, const ig_node *node, win_kind kind, int32_t rank, const int64_t *xd,
+static ingot_status make_geom(ig_err *err, const ig_node *node, ig_win_kind kind, int32_t rank, const int64_t *xd,
                               const int64_t *wd, geom *gm)
 {
     memset(gm, 0, sizeof *gm);
     if (rank < 3 || rank > IG_MAX_RANK)
         return node_fail(err, node, INGOT_ERR_MODEL_SHAPE, "input must have rank >= 3, got %d", (int)rank);
     int32_t nsp = rank - 2;
-    ingot_status st = parse_window(err, node, kind, nsp, wd ? wd + 2 : NULL, &gm->w);
+    ingot_status st = ig__window_parse(err, node, kind, nsp, wd ? wd + 2 : NULL, &gm->w);
     if (st != INGOT_OK) return st;
     gm->nsp = nsp;
     gm->n = xd[0];
     gm->c = xd[1];
     int64_t g = gm->w.group;
-    if (kind == WIN_CONV) {
+    if (kind == IG_WIN_CONV) {
         gm->m = wd[0];
         gm->cg = wd[1];
         if (gm->cg * g != gm->c || gm->m % g != 0)
@@ -484,7 +473,7 @@ static ingot_status make_geom(ig_err *err, const ig_node *node, win_kind kind, i
                              " (weight dim 1 = %" PRId64 " x group %" PRId64 ")",
                              gm->c, gm->cg * g, gm->cg, g);
         gm->mg = gm->m / g;
-    } else if (kind == WIN_CONVT) {
+    } else if (kind == IG_WIN_CONVT) {
         if (wd[0] != gm->c || gm->c % g != 0)
             return node_fail(err, node, INGOT_ERR_MODEL_SHAPE,
                              "input has %" PRId64 " channels but the weight expects %" PRId64, gm->c, wd[0]);
@@ -498,7 +487,7 @@ static ingot_status make_geom(ig_err *err, const ig_node *node, win_kind kind, i
     gm->in_sp = gm->out_sp = gm->kprod = 1;
     for (int32_t i = 0; i < nsp; i++) {
         gm->in[i] = xd[2 + i];
-        if ((st = resolve_dim(err, node, &gm->w, i, gm->in[i], &gm->out[i], &gm->pb[i], &gm->pe[i])) != INGOT_OK)
+        if ((st = ig__window_resolve(err, node, &gm->w, i, gm->in[i], &gm->out[i], &gm->pb[i], &gm->pe[i])) != INGOT_OK)
             return st;
         gm->in_sp *= gm->in[i];
         gm->out_sp *= gm->out[i];
@@ -518,12 +507,12 @@ static bool value_dims(const ig_graph *g, const ig_node *n, int i, int32_t *rank
     return true;
 }
 
-static bool graph_geom(const ig_graph *g, const ig_node *n, win_kind kind, geom *gm)
+static bool graph_geom(const ig_graph *g, const ig_node *n, ig_win_kind kind, geom *gm)
 {
     int32_t rx, rw;
     int64_t xd[IG_MAX_RANK], wd[IG_MAX_RANK];
     if (!value_dims(g, n, 0, &rx, xd)) return false;
-    bool has_w = kind == WIN_CONV || kind == WIN_CONVT;
+    bool has_w = kind == IG_WIN_CONV || kind == IG_WIN_CONVT;
     if (has_w && (!value_dims(g, n, 1, &rw, wd) || rw != rx)) return false;
     return make_geom(NULL, n, kind, rx, xd, has_w ? wd : NULL, gm) == INGOT_OK;
 }
@@ -644,7 +633,7 @@ static void carve_f32_copies(const geom *gm, ingot_dtype dt, bool has_bias, carv
 typedef void (*layout_fn)(const geom *gm, ingot_dtype dt, bool has_bias, carver *cv, conv_buffers *bf);
 
 /* Scratch bytes of a Conv/ConvTranspose node: its layout carved over no memory. */
-static size_t layout_scratch(const ig_graph *g, const ig_node *n, win_kind kind, layout_fn layout)
+static size_t layout_scratch(const ig_graph *g, const ig_node *n, ig_win_kind kind, layout_fn layout)
 {
     geom gm;
     if (!graph_geom(g, n, kind, &gm)) return 0;
@@ -666,7 +655,10 @@ static void conv_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *c
     }
 }
 
-static size_t conv_scratch(const ig_graph *g, const ig_node *n) { return layout_scratch(g, n, WIN_CONV, conv_layout); }
+static size_t conv_scratch(const ig_graph *g, const ig_node *n)
+{
+    return layout_scratch(g, n, IG_WIN_CONV, conv_layout);
+}
 
 /*
  * Implicit im2col: the SGEMM asks for panels of B = col[C/g * k, out] and this packer builds them
@@ -691,10 +683,10 @@ static void conv_pack_b(void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t c
     IG_ASSERT(nr <= PACK_MAX_NR && cols <= nr);
     struct run {
         int64_t q0, len, ow0;
-        int64_t base[MAX_SP]; /* input coords of the outer dims for kernel offset 0 */
+        int64_t base[IG_MAX_SP]; /* input coords of the outer dims for kernel offset 0 */
     } runs[PACK_MAX_NR];
     int n_runs = 0;
-    int64_t o[MAX_SP], rem = j0;
+    int64_t o[IG_MAX_SP], rem = j0;
     for (int32_t i = last; i >= 0; i--) {
         o[i] = rem % gm->out[i];
         rem /= gm->out[i];
@@ -717,7 +709,7 @@ static void conv_pack_b(void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t c
     }
     for (int64_t p = p0; p < p0 + kc; p++) {
         float *row = dst + (p - p0) * nr;
-        int64_t c = p / gm->kprod, kidx = p % gm->kprod, kk[MAX_SP];
+        int64_t c = p / gm->kprod, kidx = p % gm->kprod, kk[IG_MAX_SP];
         for (int32_t i = last; i >= 0; i--) {
             kk[i] = kidx % gm->w.kernel[i];
             kidx /= gm->w.kernel[i];
@@ -909,7 +901,7 @@ typedef struct conv_io {
     bool empty;
 } conv_io;
 
-static ingot_status conv_begin(ig_exec *ex, win_kind kind, layout_fn layout, conv_io *io)
+static ingot_status conv_begin(ig_exec *ex, ig_win_kind kind, layout_fn layout, conv_io *io)
 {
     const ig_tensor *xt = ex->in[0], *wt = ex->in[1];
     const ig_tensor *bt = ex->n_in > 2 ? ex->in[2] : NULL;
@@ -954,7 +946,7 @@ ingot_status ig__conv_cpu_run(ig_exec *ex, ig_conv_epilogue epi, void *epi_ctx)
 {
     ig_tensor *yt = ex->out[0];
     conv_io io;
-    ingot_status st = conv_begin(ex, WIN_CONV, conv_layout, &io);
+    ingot_status st = conv_begin(ex, IG_WIN_CONV, conv_layout, &io);
     if (st != INGOT_OK || io.empty) return st;
     const geom gm = io.gm;
     const conv_buffers bf = io.bf;
@@ -990,7 +982,7 @@ static ingot_status conv_cpu(ig_exec *ex) { return ig__conv_cpu_run(ex, NULL, NU
 static double conv_flops(const ig_graph *g, const ig_node *n)
 {
     geom gm;
-    if (!graph_geom(g, n, WIN_CONV, &gm)) return 0;
+    if (!graph_geom(g, n, IG_WIN_CONV, &gm)) return 0;
     double outs = (double)gm.n * (double)gm.m * (double)gm.out_sp;
     double f = 2.0 * outs * (double)gm.cg * (double)gm.kprod;
     if (node_has_input(n, 2)) f += outs;
@@ -1009,7 +1001,7 @@ static void convt_layout(const geom *gm, ingot_dtype dt, bool has_bias, carver *
 
 static size_t conv_transpose_scratch(const ig_graph *g, const ig_node *n)
 {
-    return layout_scratch(g, n, WIN_CONVT, convt_layout);
+    return layout_scratch(g, n, IG_WIN_CONVT, convt_layout);
 }
 
 /* col2im for output channels [mb, me) of one image and group: y[o] += col[(m * kprod + kidx) * in_sp + i]
@@ -1029,7 +1021,7 @@ static void col2im_range(void *arg, int64_t mb, int64_t me)
     for (int64_t mch = mb; mch < me; mch++) {
         float *yc = jb->y + mch * gm->out_sp;
         for (int64_t kidx0 = 0; kidx0 < gm->kprod; kidx0++) {
-            int64_t kk[MAX_SP], kidx = kidx0;
+            int64_t kk[IG_MAX_SP], kidx = kidx0;
             for (int32_t i = nsp - 1; i >= 0; i--) {
                 kk[i] = kidx % gm->w.kernel[i];
                 kidx /= gm->w.kernel[i];
@@ -1039,7 +1031,7 @@ static void col2im_range(void *arg, int64_t mb, int64_t me)
             int64_t lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
             int64_t hi = ow_n - 1 - off < 0 ? 0 : (ow_n - 1 - off) / sw + 1;
             if (hi > iw_n) hi = iw_n;
-            int64_t it[MAX_SP] = {0};
+            int64_t it[IG_MAX_SP] = {0};
             int64_t rows = gm->in_sp / iw_n;
             for (int64_t row = 0; row < rows; row++) {
                 int64_t dst = 0;
@@ -1070,7 +1062,7 @@ static ingot_status conv_transpose_cpu(ig_exec *ex)
 {
     ig_tensor *yt = ex->out[0];
     conv_io io;
-    ingot_status st = conv_begin(ex, WIN_CONVT, convt_layout, &io);
+    ingot_status st = conv_begin(ex, IG_WIN_CONVT, convt_layout, &io);
     if (st != INGOT_OK || io.empty) return st;
     const geom gm = io.gm;
     const conv_buffers bf = io.bf;
@@ -1101,7 +1093,7 @@ static ingot_status conv_transpose_cpu(ig_exec *ex)
 static double conv_transpose_flops(const ig_graph *g, const ig_node *n)
 {
     geom gm;
-    if (!graph_geom(g, n, WIN_CONVT, &gm)) return 0;
+    if (!graph_geom(g, n, IG_WIN_CONVT, &gm)) return 0;
     double f = 2.0 * (double)gm.n * (double)gm.c * (double)gm.in_sp * (double)gm.mg * (double)gm.kprod;
     if (node_has_input(n, 2)) f += (double)gm.n * (double)gm.m * (double)gm.out_sp;
     return f;
@@ -1119,7 +1111,7 @@ typedef struct pool_job {
 
 /* Along one spatial dim: the taps [*t0, *t1) of the window starting at `start` that fall inside the
  * input, and how many fall inside the padded input (count_include_pad's divisor). */
-static int64_t taps(int64_t start, int64_t k, int64_t d, int64_t in, int64_t pad_end, int64_t *t0, int64_t *t1)
+int64_t ig__window_taps(int64_t start, int64_t k, int64_t d, int64_t in, int64_t pad_end, int64_t *t0, int64_t *t1)
 {
     int64_t a = start >= 0 ? 0 : (-start + d - 1) / d;
     int64_t b = in - 1 - start < 0 ? 0 : (in - 1 - start) / d + 1;
@@ -1137,7 +1129,7 @@ static void pool2d_range(void *arg, int64_t pb_, int64_t pe_)
 {
     const pool_job *jb = arg;
     const geom *gm = jb->gm;
-    const window *w = &gm->w;
+    const ig_window *w = &gm->w;
     bool two = gm->nsp == 2;
     int64_t ih_n = two ? gm->in[0] : 1, iw_n = gm->in[gm->nsp - 1];
     int64_t oh_n = two ? gm->out[0] : 1, ow_n = gm->out[gm->nsp - 1];
@@ -1152,10 +1144,10 @@ static void pool2d_range(void *arg, int64_t pb_, int64_t pe_)
         int64_t *ip = jb->idx ? jb->idx + p * gm->out_sp : NULL;
         for (int64_t oh = 0; oh < oh_n; oh++) {
             int64_t hs = oh * sh - ph, h0, h1;
-            int64_t hp = taps(hs, kh, dh, ih_n, peh, &h0, &h1);
+            int64_t hp = ig__window_taps(hs, kh, dh, ih_n, peh, &h0, &h1);
             for (int64_t ow = 0; ow < ow_n; ow++) {
                 int64_t ws = ow * sw - pw, w0, w1;
-                int64_t wp = taps(ws, kw, dw, iw_n, pew, &w0, &w1);
+                int64_t wp = ig__window_taps(ws, kw, dw, iw_n, pew, &w0, &w1);
                 int64_t q = oh * ow_n + ow;
                 if (jb->is_max) {
                     float m = -FLT_MAX;
@@ -1196,9 +1188,9 @@ static void pool_range(void *arg, int64_t pb_, int64_t pe_)
 {
     const pool_job *jb = arg;
     const geom *gm = jb->gm;
-    const window *w = &gm->w;
+    const ig_window *w = &gm->w;
     const int32_t nsp = gm->nsp;
-    int64_t istride[MAX_SP], cstride[MAX_SP]; /* row-major input strides; column-major (storage_order 1) */
+    int64_t istride[IG_MAX_SP], cstride[IG_MAX_SP]; /* row-major input strides; column-major (storage_order 1) */
     int64_t s = 1;
     for (int32_t i = nsp - 1; i >= 0; i--) {
         istride[i] = s;
@@ -1212,10 +1204,10 @@ static void pool_range(void *arg, int64_t pb_, int64_t pe_)
     for (int64_t p = pb_; p < pe_; p++) {
         const float *xp = jb->x + p * gm->in_sp;
         float *yp = jb->y + p * gm->out_sp;
-        int64_t o[MAX_SP] = {0};
+        int64_t o[IG_MAX_SP] = {0};
         for (int64_t q = 0; q < gm->out_sp; q++) {
             /* per dim: first tap, tap count inside the input [t0, t1), padded-window count */
-            int64_t start[MAX_SP], t0[MAX_SP], t1[MAX_SP];
+            int64_t start[IG_MAX_SP], t0[IG_MAX_SP], t1[IG_MAX_SP];
             double padded_count = 1;
             for (int32_t i = 0; i < nsp; i++) {
                 int64_t k = w->kernel[i], d = w->dil[i];
@@ -1238,7 +1230,7 @@ static void pool_range(void *arg, int64_t pb_, int64_t pe_)
                 count *= t1[i] - t0[i];
             }
             if (!empty) {
-                int64_t t[MAX_SP];
+                int64_t t[IG_MAX_SP];
                 for (int32_t i = 0; i < nsp; i++) t[i] = t0[i];
                 for (;;) {
                     int64_t off = 0;
@@ -1286,11 +1278,11 @@ static void pool_range(void *arg, int64_t pb_, int64_t pe_)
     }
 }
 
-static ingot_status pool_cpu(ig_exec *ex, win_kind kind)
+static ingot_status pool_cpu(ig_exec *ex, ig_win_kind kind)
 {
     const ig_tensor *xt = ex->in[0];
     ig_tensor *yt = ex->out[0];
-    ig_tensor *it = kind == WIN_MAXPOOL && ex->n_out > 1 ? ex->out[1] : NULL;
+    ig_tensor *it = kind == IG_WIN_MAXPOOL && ex->n_out > 1 ? ex->out[1] : NULL;
     geom gm;
     ingot_status st = make_geom(ex->err, ex->node, kind, xt->rank, xt->dims, NULL, &gm);
     if (st != INGOT_OK) return st;
@@ -1313,7 +1305,7 @@ static ingot_status pool_cpu(ig_exec *ex, win_kind kind)
         x = xb;
         y = carve(&cv, yt->numel);
     }
-    pool_job jb = {&gm, x, y, it ? it->data : NULL, kind == WIN_MAXPOOL};
+    pool_job jb = {&gm, x, y, it ? it->data : NULL, kind == IG_WIN_MAXPOOL};
     int64_t per_plane = gm.out_sp * gm.kprod + 1;
     ig__parallel_for(ex->pool, gm.n * gm.c, 1 + (1 << 14) / per_plane, gm.nsp <= 2 ? pool2d_range : pool_range, &jb);
     if (!f32) from_f32(y, yt);
@@ -1321,18 +1313,18 @@ static ingot_status pool_cpu(ig_exec *ex, win_kind kind)
     return INGOT_OK;
 }
 
-static ingot_status max_pool_cpu(ig_exec *ex) { return pool_cpu(ex, WIN_MAXPOOL); }
+static ingot_status max_pool_cpu(ig_exec *ex) { return pool_cpu(ex, IG_WIN_MAXPOOL); }
 
 /* ---- ingot.FusedConv's fused max pool (op.h), through MaxPool's window code ---------------------- */
 
 /* The pool's window, as a MaxPool node with those attributes parses to (ig__conv_pool_of checked them). */
-static void fused_pool_window(const ig_conv_pool *p, window *w)
+static void fused_pool_window(const ig_conv_pool *p, ig_window *w)
 {
     memset(w, 0, sizeof *w);
-    w->kind = WIN_MAXPOOL;
+    w->kind = IG_WIN_MAXPOOL;
     w->nsp = 2;
     w->group = 1;
-    w->autopad = PAD_NOTSET;
+    w->autopad = IG_PAD_NOTSET;
     w->ceil_mode = p->ceil_mode;
     for (int i = 0; i < 2; i++) {
         w->kernel[i] = p->k[i];
@@ -1355,7 +1347,8 @@ static bool fused_pool_geom(const ig_node *n, const ig_conv_pool *p, const int64
     gm->in_sp = gm->out_sp = gm->kprod = 1;
     for (int i = 0; i < 2; i++) {
         gm->in[i] = xd[2 + i];
-        if (resolve_dim(NULL, n, &gm->w, i, gm->in[i], &gm->out[i], &gm->pb[i], &gm->pe[i]) != INGOT_OK) return false;
+        if (ig__window_resolve(NULL, n, &gm->w, i, gm->in[i], &gm->out[i], &gm->pb[i], &gm->pe[i]) != INGOT_OK)
+            return false;
         gm->in_sp *= gm->in[i];
         gm->out_sp *= gm->out[i];
         gm->kprod *= gm->w.kernel[i];
@@ -1365,16 +1358,16 @@ static bool fused_pool_geom(const ig_node *n, const ig_conv_pool *p, const int64
 
 int64_t ig__conv_pool_size(const ig_node *n, const ig_conv_pool *p, int i, int64_t in)
 {
-    window w;
+    ig_window w;
     fused_pool_window(p, &w);
     int64_t out = 0, pb, pe;
-    return resolve_dim(NULL, n, &w, i, in, &out, &pb, &pe) == INGOT_OK ? out : 0;
+    return ig__window_resolve(NULL, n, &w, i, in, &out, &pb, &pe) == INGOT_OK ? out : 0;
 }
 
 bool ig__conv_out_dims(const ig_graph *g, const ig_node *n, int64_t *dims)
 {
     geom gm;
-    if (!graph_geom(g, n, WIN_CONV, &gm) || gm.nsp != 2) return false;
+    if (!graph_geom(g, n, IG_WIN_CONV, &gm) || gm.nsp != 2) return false;
     const int64_t d[4] = {gm.n, gm.m, gm.out[0], gm.out[1]};
     memcpy(dims, d, sizeof d);
     return true;
@@ -1389,7 +1382,7 @@ void ig__conv_pool_f32(struct ig_pool *pool, const ig_node *n, const ig_conv_poo
     ig__parallel_for(pool, gm.n * gm.c, 1 + (1 << 14) / (gm.out_sp * gm.kprod + 1), pool2d_range, &jb);
 }
 
-static ingot_status average_pool_cpu(ig_exec *ex) { return pool_cpu(ex, WIN_AVGPOOL); }
+static ingot_status average_pool_cpu(ig_exec *ex) { return pool_cpu(ex, IG_WIN_AVGPOOL); }
 
 static size_t pool_scratch_common(const ig_graph *g, const ig_node *n)
 {
@@ -1404,15 +1397,15 @@ static size_t pool_scratch_common(const ig_graph *g, const ig_node *n)
     return cv.off;
 }
 
-static double pool_flops_kind(const ig_graph *g, const ig_node *n, win_kind kind)
+static double pool_flops_kind(const ig_graph *g, const ig_node *n, ig_win_kind kind)
 {
     geom gm;
     if (!graph_geom(g, n, kind, &gm)) return 0;
     return (double)gm.n * (double)gm.c * (double)gm.out_sp * (double)gm.kprod;
 }
 
-static double max_pool_flops(const ig_graph *g, const ig_node *n) { return pool_flops_kind(g, n, WIN_MAXPOOL); }
-static double average_pool_flops(const ig_graph *g, const ig_node *n) { return pool_flops_kind(g, n, WIN_AVGPOOL); }
+static double max_pool_flops(const ig_graph *g, const ig_node *n) { return pool_flops_kind(g, n, IG_WIN_MAXPOOL); }
+static double average_pool_flops(const ig_graph *g, const ig_node *n) { return pool_flops_kind(g, n, IG_WIN_AVGPOOL); }
 
 /* ---- GlobalAveragePool, GlobalMaxPool ----------------------------------------------------------- */
 

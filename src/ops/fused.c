@@ -708,3 +708,50 @@ const ig_op_def ig__op_fused_matmul = {
     .cpu_scratch = fused_matmul_scratch,
     .flops = fused_matmul_flops,
 };
+
+/* ---- fp32 copies of a low-precision X and Y (ig_float_io) ------------------------------------------- */
+
+static size_t float_io_bytes(ingot_dtype t, int64_t x_numel, int64_t y_numel)
+{
+    if (!ig__is_lowp(t)) return 0;
+    ig_carver cv = {0};
+    ig__carve(&cv, sizeof(float) * (size_t)x_numel);
+    ig__carve(&cv, sizeof(float) * (size_t)y_numel);
+    return cv.off;
+}
+
+size_t ig__float_io_scratch(const ig_graph *g, const ig_node *n)
+{
+    const ig_value *x = ig__node_input(g, n, 0);
+    double xn = ig__value_numel(g, n->inputs[0]), yn = ig__value_numel(g, n->outputs[0]);
+    return x ? float_io_bytes(x->dtype, (int64_t)xn, (int64_t)yn) : 0;
+}
+
+ingot_status ig__float_io_begin(ig_exec *ex, const ig_tensor *x, ig_tensor *y, ig_float_io *io)
+{
+    memset(io, 0, sizeof *io);
+    char *base = NULL;
+    ingot_status st = ig__exec_scratch(ex, float_io_bytes(x->dtype, x->numel, y->numel), &base, &io->own);
+    if (st != INGOT_OK) return st;
+    if (ig__is_lowp(x->dtype)) {
+        ig_carver cv = {base, 0};
+        float *xf = ig__carve(&cv, sizeof(float) * (size_t)x->numel);
+        io->yf = ig__carve(&cv, sizeof(float) * (size_t)y->numel);
+        ig__to_f32(x->dtype, x->data, x->numel, xf);
+        io->xf = xf;
+    } else if (x->dtype == INGOT_DTYPE_DOUBLE) {
+        io->xd = x->data;
+        io->yd = y->data;
+    } else {
+        io->xf = x->data;
+        io->yf = y->data;
+    }
+    return INGOT_OK;
+}
+
+void ig__float_io_end(ig_float_io *io, ig_tensor *y)
+{
+    if (ig__is_lowp(y->dtype)) ig__from_f32(y->dtype, io->yf, y->numel, y->data);
+    ig__free_aligned(io->own);
+    io->own = NULL;
+}

@@ -234,6 +234,13 @@ bool ig__attr_floats(const ig_node *n, const char *name, const float **v, int64_
     return true;
 }
 
+int ig__str_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
 bool ig__in_known(ig_infer *cx, int i)
 {
     ig_value *v = ig__in(cx, i);

@@ -153,6 +153,8 @@ const char *ig__attr_str(const ig_node *n, const char *name, const char *def);
 /* INTS: true, with the values and their count, when present. */
 bool ig__attr_ints(const ig_node *n, const char *name, const int64_t **v, int64_t *count);
 bool ig__attr_floats(const ig_node *n, const char *name, const float **v, int64_t *count);
+/* The index of s among names [n] (a STRING attribute naming a mode), -1 when it is none of them. */
+int ig__str_index(const char *s, const char *const *names, int n);
 
 /* Input i's values when known at build time (initializer, Constant, folded, or symbolic values that
  * happen to be all concrete), converted to int64; fails when not known or larger than max. */

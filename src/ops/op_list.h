@@ -143,6 +143,22 @@ INGOT_OP(TopK, top_k, reduce)
 INGOT_OP(Resize, resize, resize)
 INGOT_OP(Upsample, upsample, resize)
 INGOT_OP(DepthToSpace, depth_to_space, resize)
+/* the rarer pools (on the pooling window geometry of conv.c) and Col2Im */
+INGOT_OP(LpPool, lp_pool, pool_more)
+INGOT_OP(GlobalLpPool, global_lp_pool, pool_more)
+INGOT_OP(MaxUnpool, max_unpool, pool_more)
+INGOT_OP(Col2Im, col2im, col2im)
+/* sampling at computed positions (spatial transformers) */
+INGOT_OP(GridSample, grid_sample, sample)
+INGOT_OP(AffineGrid, affine_grid, sample)
+/* region and deformable sampling: bilinear reads at computed positions */
+INGOT_OP(RoiAlign, roi_align, roi_align)
+INGOT_OP(DeformConv, deform_conv, deform_conv)
+/* the last rare ONNX ops: determinants, sequence reversal, centred crop/pad, ROI max pooling */
+INGOT_OP(Det, det, linalg)
+INGOT_OP(ReverseSequence, reverse_sequence, misc_more)
+INGOT_OP(CenterCropPad, center_crop_pad, misc_more)
+INGOT_OP(MaxRoiPool, max_roi_pool, roi_pool)
 /* the ingot domain: fused ops the optimizer makes (src/opt; docs/OPTIMIZER.md) */
 INGOT_OP(Pointwise, pointwise, fused)
 INGOT_OP(FusedConv, fused_conv, fused)

@@ -206,6 +206,55 @@ ingot_status ig__conv_cpu_run(ig_exec *ex, ig_conv_epilogue epi, void *ctx);
  * maximum subtracted, sum in double). y may be x. */
 void ig__softmax_row_f32(const float *x, float *y, int64_t n, bool log);
 
+/* ---- sliding windows (conv.c): one geometry for Conv, ConvTranspose, the pools and Col2Im ---------- */
+
+#define IG_MAX_SP (IG_MAX_RANK - 2) /* spatial dims of a windowed op */
+
+typedef enum ig_win_kind {
+    IG_WIN_CONV,
+    IG_WIN_CONVT, /* ConvTranspose */
+    IG_WIN_MAXPOOL,
+    IG_WIN_AVGPOOL,
+    IG_WIN_LPPOOL,
+    IG_WIN_UNPOOL, /* MaxUnpool: its output sized as a ConvTranspose's, dilation 1 */
+    IG_WIN_COL2IM, /* Col2Im: its block counts are a Conv's output sizes over the image */
+} ig_win_kind;
+typedef enum ig_auto_pad { IG_PAD_NOTSET, IG_PAD_SAME_UPPER, IG_PAD_SAME_LOWER, IG_PAD_VALID } ig_auto_pad;
+
+/* Sliding-window attributes of a node, with defaults filled in. kernel[i] == 0: not known (a Conv
+ * whose weight dims are symbolic and that has no kernel_shape). */
+typedef struct ig_window {
+    ig_win_kind kind;
+    int32_t nsp;
+    int64_t kernel[IG_MAX_SP], stride[IG_MAX_SP], dil[IG_MAX_SP];
+    int64_t pad_b[IG_MAX_SP], pad_e[IG_MAX_SP]; /* explicit pads (used with NOTSET) */
+    int64_t out_pad[IG_MAX_SP];                 /* ConvTranspose output_padding */
+    int64_t out_shape[IG_MAX_SP];               /* ConvTranspose output_shape */
+    bool has_out_shape;
+    ig_auto_pad autopad;
+    bool ceil_mode;
+    bool count_include_pad;
+    int64_t storage_order;
+    int64_t group;
+} ig_window;
+
+/* The window attributes of a node with nsp spatial dims (only those its op has at its opset), each
+ * checked, failing with the node named (err may be NULL). wk: the kernel when it is not an attribute
+ * (Conv's weight dims, < 0 where unknown; Col2Im's block_shape, each in [1, 2^31)), else NULL. */
+ingot_status ig__window_parse(ig_err *err, const ig_node *node, ig_win_kind kind, int32_t nsp, const int64_t *wk,
+                              ig_window *w);
+/* Spatial dim i of an input of size `in`: the output size and the pads applied at the begin and end
+ * (for the transposed kinds, the pads cropped from the full output). Fails naming the dim when the
+ * window does not fit. */
+ingot_status ig__window_resolve(ig_err *err, const ig_node *node, const ig_window *w, int32_t i, int64_t in,
+                                int64_t *out, int64_t *pb, int64_t *pe);
+/* Output spatial dims os->d[2..] from input dims xs->d[2..] that may be symbolic (kept where the
+ * window cannot change them, else fresh). */
+ingot_status ig__window_infer_spatial(ig_infer *cx, const ig_window *w, const ig_shape *xs, ig_shape *os);
+/* Along one spatial dim: the taps [*t0, *t1) of the window starting at `start` that fall inside the
+ * input, and (returned) how many fall inside the padded input (count_include_pad's divisor). */
+int64_t ig__window_taps(int64_t start, int64_t k, int64_t d, int64_t in, int64_t pad_end, int64_t *t0, int64_t *t1);
+
 /* ---- helpers of the fused ops (fused.c), shared with fused_attention.c ------------------------- */
 
 /* Fail with "node 'NAME' (OpType): " first, from a kernel. */
@@ -224,6 +273,20 @@ typedef struct ig_carver {
 void *ig__carve(ig_carver *cv, size_t bytes);
 
 bool ig__is_lowp(ingot_dtype t); /* float16 or bfloat16 */
+
+/* X (input 0) and Y (output 0) as a kernel computing in fp32 or double reads and writes them (RoiAlign,
+ * MaxRoiPool): fp32 copies in scratch for float16/bfloat16, the tensors themselves for float (xf, yf) and
+ * double (xd, yd). ig__float_io_scratch is the op's .cpu_scratch; _end writes a copy back and frees. */
+typedef struct ig_float_io {
+    const float *xf;
+    float *yf;
+    const double *xd;
+    double *yd;
+    void *own;
+} ig_float_io;
+size_t ig__float_io_scratch(const ig_graph *g, const ig_node *n);
+ingot_status ig__float_io_begin(ig_exec *ex, const ig_tensor *x, ig_tensor *y, ig_float_io *io);
+void ig__float_io_end(ig_float_io *io, ig_tensor *y);
 /* n elements of a float32/float16/bfloat16 buffer to fp32 and back (round to nearest even). */
 void ig__to_f32(ingot_dtype t, const void *src, int64_t n, float *dst);
 void ig__from_f32(ingot_dtype t, const float *src, int64_t n, void *dst);

@@ -45,13 +45,6 @@ typedef struct resize_cfg {
     int scales_in, sizes_in, roi_in; /* input positions, -1 when the op has no such input */
 } resize_cfg;
 
-static int find_str(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i])) return i;
-    return -1;
-}
-
 /* Read and check the attributes; on failure writes a message into why and returns false. The rank is
  * needed to normalise 'axes' (pass -1 when unknown: axes are then checked later). */
 static bool parse_cfg(const ig_node *n, int32_t rank, resize_cfg *c, char *why, size_t why_n)
@@ -64,7 +57,7 @@ static bool parse_cfg(const ig_node *n, int32_t rank, resize_cfg *c, char *why, 
     c->roi_in = legacy ? -1 : 1;
     const char *mode = ig__attr_str(n, "mode", "nearest");
     static const char *const modes[] = {"nearest", "linear", "cubic", "bilinear"};
-    c->mode = find_str(mode, modes, 4);
+    c->mode = ig__str_index(mode, modes, 4);
     if (c->mode == 3 && c->upsample) c->mode = M_LINEAR; /* Upsample-1's name for it */
     if (c->mode < 0 || c->mode == 3 || (legacy && c->mode == M_CUBIC)) {
         snprintf(why, why_n, "attribute 'mode' = '%s' is not supported (%s)", mode,
@@ -80,19 +73,19 @@ static bool parse_cfg(const ig_node *n, int32_t rank, resize_cfg *c, char *why, 
     static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",  "align_corners",
                                       "asymmetric", "tf_crop_and_resize",   "tf_half_pixel_for_nn"};
     const char *ct = ig__attr_str(n, "coordinate_transformation_mode", "half_pixel");
-    if ((c->ct = find_str(ct, cts, 7)) < 0) {
+    if ((c->ct = ig__str_index(ct, cts, 7)) < 0) {
         snprintf(why, why_n, "attribute 'coordinate_transformation_mode' = '%s' is not supported", ct);
         return false;
     }
     static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     const char *nm = ig__attr_str(n, "nearest_mode", "round_prefer_floor");
-    if ((c->nm = find_str(nm, nms, 4)) < 0) {
+    if ((c->nm = ig__str_index(nm, nms, 4)) < 0) {
         snprintf(why, why_n, "attribute 'nearest_mode' = '%s' is not supported", nm);
         return false;
     }
     static const char *const kars[] = {"stretch", "not_larger", "not_smaller"};
     const char *kar = ig__attr_str(n, "keep_aspect_ratio_policy", "stretch");
-    if ((c->kar = find_str(kar, kars, 3)) < 0) {
+    if ((c->kar = ig__str_index(kar, kars, 3)) < 0) {
         snprintf(why, why_n, "attribute 'keep_aspect_ratio_policy' = '%s' is not supported", kar);
         return false;
     }

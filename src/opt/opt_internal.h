@@ -17,6 +17,7 @@
 #define IG_OPT_PASSES(X) \
     X(expand_sink)       \
     X(fold)              \
+    X(canonical)         \
     X(dce)               \
     X(cse)               \
     X(bn_fold)           \

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write ONNX's backend tests that use only ingot's ops, in ONNX's on-disk test layout.
 
-    OUT/node/<test>/model.onnx + test_data_set_0/{input_J.pb,output_J.pb}   ONNX node tests
+    OUT/node/<test>/model.onnx + test_data_set_0/{input_J.pb,output_J.pb}   ONNX node tests, and
+                                                 ingot's test_ingot_* for ops ONNX's do not test
     OUT/simple/<test>/...  OUT/pytorch-converted/<test>/...  OUT/pytorch-operator/<test>/...
     OUT/light/test_light_<model>/...                                          'light' real models
     OUT/excluded.txt       every test left out and why (unsupported op, non-tensor I/O)
@@ -109,7 +110,7 @@ def stamp_of(op_list_path):
 
     h = hashlib.sha256()
     h.update(onnx.__version__.encode())
-    for p in (op_list_path, os.path.abspath(__file__)):
+    for p in (op_list_path, os.path.abspath(__file__), os.path.join(os.path.dirname(__file__), "extra_node_tests.py")):
         with open(p, "rb") as f:
             h.update(f.read())
     return h.hexdigest()
@@ -169,6 +170,14 @@ def main():
         warnings.simplefilter("ignore")  # the case generators overflow casts on purpose
         cases = node_cases.collect_testcases()
     for c in sorted(cases, key=lambda c: c.name):
+        if keep("node", c.name, c.model):
+            write_case(os.path.join(args.out, "node", c.name), c.model, c.data_sets)
+
+    # ingot's node tests of ops ONNX's suite does not test (extra_node_tests.py).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import extra_node_tests
+
+    for c in extra_node_tests.cases():
         if keep("node", c.name, c.model):
             write_case(os.path.join(args.out, "node", c.name), c.model, c.data_sets)
 

@@ -194,6 +194,22 @@ def run_models():
         helper.make_node("Range", ["a", "b", "d"], ["y"]),
     ], [vi("x", shape=(2, 5)), vi("a", shape=[]), vi("b", shape=[]), vi("d", shape=[])],
         [vi("ix", i64), vi("y")])
+    # sampling at run-time positions: grid, ROIs and their batch indices, offsets and masks, unpool indices
+    out["grid_sample_input"] = mk([
+        helper.make_node("AffineGrid", ["theta", "size"], ["g"], align_corners=1),
+        helper.make_node("GridSample", ["x", "g"], ["a"], mode="linear", padding_mode="reflection"),
+        helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic", padding_mode="border"),
+    ], [vi("x", shape=(1, 2, 4, 5)), vi("theta", shape=(1, 2, 3)), vi("grid", shape=(1, 3, 3, 2))],
+        [vi("a"), vi("y")], [arr("size", np.array([1, 2, 3, 4], np.int64))], opset=20)
+    out["roi_align_inputs"] = mk([
+        helper.make_node("RoiAlign", ["x", "rois", "bi"], ["y"], output_height=2, output_width=3, sampling_ratio=0,
+                         spatial_scale=0.5, mode="max"),
+    ], [vi("x", shape=(2, 2, 6, 6)), vi("rois", shape=(3, 4)), vi("bi", i64, [3])], [vi("y")], opset=16)
+    out["deform_unpool_inputs"] = mk([
+        helper.make_node("DeformConv", ["x", "W", "off", "", "mask"], ["d"], kernel_shape=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("MaxUnpool", ["x", "ix"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ], [vi("x", shape=(1, 2, 3, 3)), vi("off", shape=(1, 8, 4, 4)), vi("mask", shape=(1, 4, 4, 4)),
+        vi("ix", i64, (1, 2, 3, 3))], [vi("d"), vi("y")], [arr("W", f32(2, 2, 2, 2))], opset=19)
     return out
 
 

@@ -280,6 +280,89 @@ TEST(dce_edges_and_dead_nodes)
     t_free(&t);
 }
 
+/* ==== canonical ==== */
+
+/* x float [3, 6] -> CastLike(x, like) -> y, like = Sigmoid(h) with h fp16 [2] (read by the
+ * CastLike alone); variant 1: saturate given (opset 19) */
+static void build_cast_like(T *t, int variant)
+{
+    int64_t xd[2] = {3, 6}, hd[1] = {2};
+    in_f(t, "x", 2, xd);
+    in_t(t, "h", INGOT_DTYPE_FLOAT16, 1, hd);
+    nd(t, "sig", "Sigmoid", "h", "like");
+    ig_node *n = nd(t, "cl", "CastLike", "x,like", "y");
+    if (variant == 1) {
+        n->opset = 19;
+        n->attrs = ig__arena_array(&t->g.arena, 1, sizeof(ig_attr));
+        n->n_attrs = 1;
+        ig__node_set_int(&t->g, n, 0, "saturate", 1, &t->err);
+    }
+    t_io(t, "x,h", "y");
+}
+
+TEST(canonical_cast_like)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        T t;
+        ig_opt_report rep;
+        whole_list = true;
+        double r = equiv(build_cast_like, variant, NULL, &t, &rep);
+        whole_list = false;
+        ASSERT_EQ(r, 0);
+        ASSERT(!find_op(&t.g, "CastLike"));
+        ASSERT(!find_op(&t.g, "Sigmoid")); /* like's producer had no other reader */
+        const ig_node *c = find_op(&t.g, "Cast");
+        ASSERT(c);
+        ASSERT_EQ(ig__attr_int(c, "to", -1), INGOT_DTYPE_FLOAT16);
+        ASSERT_EQ(c->inputs[0], vid(&t, "x"));
+        ASSERT_STREQ(c->pass, "canonical");
+        ASSERT_EQ(ig__attr_int(c, "saturate", -1), variant == 1 ? 1 : -1);
+        ASSERT_EQ(t.g.values[c->outputs[0]].dtype, INGOT_DTYPE_FLOAT16);
+        ASSERT_EQ(pass_rep(&rep, "canonical")->n_rewrites, 1);
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
+/* x [2, 3, 4, 5] -> GlobalLpPool(p = 2, 1, 3 by variant) -> y */
+static void build_glp(T *t, int variant)
+{
+    int64_t xd[4] = {2, 3, 4, 5};
+    in_f(t, "x", 4, xd);
+    ig_node *n = nd(t, "glp", "GlobalLpPool", "x", "y");
+    n->attrs = ig__arena_array(&t->g.arena, 1, sizeof(ig_attr));
+    n->n_attrs = 1;
+    ig__node_set_int(&t->g, n, 0, "p", variant == 0 ? 2 : variant == 1 ? 1 : 3, &t->err);
+    t_io(t, "x", "y");
+}
+
+TEST(canonical_global_lp_pool)
+{
+    static const char *made[3] = {"ReduceL2", "ReduceL1", "GlobalLpPool"};
+    for (int variant = 0; variant < 3; variant++) {
+        T t;
+        ig_opt_report rep;
+        whole_list = true;
+        double r = equiv(build_glp, variant, NULL, &t, &rep);
+        whole_list = false;
+        ASSERT(r >= 0 && r < 1e-6);
+        ASSERT_EQ(live_count(&t.g, NULL), 1);
+        const ig_node *n = find_op(&t.g, made[variant]);
+        ASSERT(n);
+        ASSERT_EQ(pass_rep(&rep, "canonical")->n_rewrites, variant < 2);
+        if (variant < 2) { /* the spatial axes, kept */
+            ASSERT_EQ(ig__attr_int(n, "keepdims", 0), 1);
+            const ig_value *ax = &t.g.values[n->inputs[1]];
+            ASSERT_EQ(ax->c.n_bytes, 2 * sizeof(int64_t));
+            ASSERT_EQ(((const int64_t *)ax->c.data)[0], 2);
+            ASSERT_EQ(((const int64_t *)ax->c.data)[1], 3);
+            ASSERT_EQ(t.g.values[n->outputs[0]].shape.rank, 4);
+        }
+        ig__opt_report_free(&rep);
+        t_free(&t);
+    }
+}
+
 /* ==== cse ==== */
 
 /* variant 0: duplicate Relu -> Sigmoid chains, equal constants under different names, LeakyRelus
@@ -692,7 +775,7 @@ TEST(disable_list)
     ig__err_clear(&t.err);
     ASSERT_EQ(ig__optimize(&t.g, &t.fold, &o, &rep, &t.err), INGOT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(t.err.msg, "'gleu'");
-    ASSERT_CONTAINS(t.err.msg, "expand_sink, fold, dce, cse, bn_fold, gelu, layernorm");
+    ASSERT_CONTAINS(t.err.msg, "expand_sink, fold, canonical, dce, cse, bn_fold, gelu");
     t_free(&t);
     /* disabled altogether: every pass skipped, nothing changed */
     ig_opt_options off = {.enabled = false};
@@ -897,7 +980,8 @@ TEST(broken_pass_named)
 }
 
 TEST_MAIN(RUN(edit_uses_and_compact); RUN(edit_values_consts_attrs); RUN(fold_small_and_large);
-          RUN(fold_limit_and_bound_inputs); RUN(dce_edges_and_dead_nodes); RUN(cse_merges); RUN(bn_fold_into_conv);
-          RUN(bn_fold_near_misses); RUN(gelu_forms); RUN(gelu_near_misses); RUN(layernorm_forms);
-          RUN(layernorm_near_misses); RUN(disable_list); RUN(symbolic_dims_stay_symbolic);
-          RUN(new_nodes_import_their_domain); RUN(allocation_failures); RUN(broken_pass_named))
+          RUN(fold_limit_and_bound_inputs); RUN(dce_edges_and_dead_nodes); RUN(canonical_cast_like);
+          RUN(canonical_global_lp_pool); RUN(cse_merges); RUN(bn_fold_into_conv); RUN(bn_fold_near_misses);
+          RUN(gelu_forms); RUN(gelu_near_misses); RUN(layernorm_forms); RUN(layernorm_near_misses); RUN(disable_list);
+          RUN(symbolic_dims_stay_symbolic); RUN(new_nodes_import_their_domain); RUN(allocation_failures);
+          RUN(broken_pass_named))
