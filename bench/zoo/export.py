@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Export one zoo model and compute its ONNX Runtime reference (CPU work; zoo.py runs several at once).
 
-    export.py NAME WORKDIR [--threads N] [--check-batch 2] [--force]
+    export.py NAME WORKDIR [--threads N] [--check-batch 2] [--force] [--exporter torchscript|dynamo]
 
 Writes WORKDIR/NAME/:
-  model.onnx        fp32, opset 17, dynamic batch (TorchScript exporter), what `ingot bench` times
+  model.onnx        fp32, dynamic batch, what `ingot bench` times: TorchScript's exporter at opset 17 (the
+                    default), or with --exporter dynamo torch's dynamo exporter at opset 18 (torch.export +
+                    onnxscript: the default of torch.onnx.export since torch 2.9, so what new users bring)
   check.onnx        the same graph with the input of the node making output 0 as one more output (a
                     random-weight model's logits can be degenerate; the features feeding them are not)
   inputs/<in>.npy   seeded inputs at the check batch; refs/<out>.npy the ONNX Runtime (CPU, fp32) outputs
@@ -27,7 +29,7 @@ import traceback
 import warnings
 
 META_VERSION = 7  # bump when what an export writes changes: older meta.json files are redone
-OPSET = 17
+OPSETS = {"torchscript": 17, "dynamo": 18}  # dynamo's lowest
 
 
 def write_json(path, obj):
@@ -70,12 +72,14 @@ def take_lock(d):
     return False
 
 
-def cached_ok(d):
+def cached_ok(d, exporter):
     try:
         meta = json.load(open(os.path.join(d, "meta.json")))
     except (OSError, ValueError):
         return None
     if meta.get("version") != META_VERSION or meta.get("status") != "ok":
+        return None
+    if meta.get("exporter", "torchscript") != exporter:
         return None
     if not all(os.path.exists(os.path.join(d, f)) for f in ("model.onnx", "check.onnx")):
         return None
@@ -129,7 +133,7 @@ def add_check_output(model_path, check_path):
     return added
 
 
-def export(name, workdir, threads, check_batch):
+def export(name, workdir, threads, check_batch, exporter="torchscript"):
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -143,7 +147,8 @@ def export(name, workdir, threads, check_batch):
     d = os.path.join(workdir, name)
     meta = {"version": META_VERSION, "model": name, "source": spec.source, "family": spec.family,
             "note": spec.note, "batches": list(spec.batches), "channels_last": spec.channels_last,
-            "check_batch": check_batch, "status": "error", "stage": "build", "torch": torch.__version__}
+            "check_batch": check_batch, "status": "error", "stage": "build", "torch": torch.__version__,
+            "exporter": exporter}
     t0 = time.time()
     try:
         model = models.build(spec)
@@ -178,9 +183,14 @@ def export(name, workdir, threads, check_batch):
         t1 = time.time()
         # not under no_grad: there nn.MultiheadAttention takes its fused fast path
         # (aten::_native_multi_head_attention), which has no ONNX export
-        torch.onnx.export(model, tuple(xs), path, input_names=in_names, output_names=out_names,
-                          dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False,
-                          **(spec.export_kwargs or {}))
+        if exporter == "dynamo":  # its graph optimizer (constant folding included) runs by default
+            torch.onnx.export(model, tuple(xs), path, input_names=in_names, output_names=out_names,
+                              dynamic_shapes=dynamo_batch(model, xs), opset_version=OPSETS[exporter], dynamo=True,
+                              external_data=False)
+        else:
+            torch.onnx.export(model, tuple(xs), path, input_names=in_names, output_names=out_names,
+                              dynamic_axes=dyn, opset_version=OPSETS[exporter], do_constant_folding=True,
+                              dynamo=False, **(spec.export_kwargs or {}))
         meta["export_s"] = round(time.time() - t1, 2)
         meta["onnx_MB"] = round(os.path.getsize(path) / 1e6, 1)
         del y
@@ -240,6 +250,19 @@ def export(name, workdir, threads, check_batch):
     meta["total_s"] = round(time.time() - t0, 2)
     write_json(os.path.join(d, "meta.json"), meta)
     return meta
+
+
+def dynamo_batch(model, xs):
+    """torch.export's dynamic_shapes for a dynamic dim 0 of every input. A forward(*xs) (models.FirstOutput)
+    takes them as one argument: its entry is the tuple of the inputs' (dynamic_axes, which the exporter
+    converts per argument, fails there with "inputs[0] is a tuple, dynamic_shapes[0] a dict")."""
+    import inspect
+
+    import torch
+
+    per = tuple({0: torch.export.Dim.DYNAMIC} for _ in xs)
+    params = inspect.signature(model.forward).parameters.values()
+    return (per,) if any(p.kind == p.VAR_POSITIONAL for p in params) else per
 
 
 def run_as(model, spec, feeds, dtype):
@@ -326,6 +349,7 @@ def main():
     p.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument("--check-batch", type=int, default=2)
     p.add_argument("--force", action="store_true")
+    p.add_argument("--exporter", choices=sorted(OPSETS), default="torchscript")
     a = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -335,14 +359,14 @@ def main():
         print(f"{a.name}: another process is exporting it", file=sys.stderr)
         return 3
     try:
-        if not a.force and cached_ok(d):
+        if not a.force and cached_ok(d, a.exporter):
             print(f"{a.name}: exported already ({d})")
             return 0
         try:
             os.remove(os.path.join(d, "meta.json"))
         except FileNotFoundError:
             pass
-        meta = export(a.name, a.workdir, a.threads, a.check_batch)
+        meta = export(a.name, a.workdir, a.threads, a.check_batch, a.exporter)
     finally:
         try:
             os.remove(os.path.join(d, ".lock"))

@@ -142,7 +142,7 @@ def export_model(name, args):
     os.makedirs(d, exist_ok=True)
     meta_path = os.path.join(d, "meta.json")
     cmd = [sys.executable, os.path.join(HERE, "export.py"), name, args.work, "--threads", str(args.threads),
-           "--check-batch", str(CHECK_BATCH)]
+           "--check-batch", str(CHECK_BATCH), "--exporter", args.exporter]
     deadline = time.time() + args.export_timeout
     t0 = time.time()
     with open(os.path.join(d, "export.log"), "a") as log:
@@ -863,6 +863,8 @@ def main():
                    "after it are reported as not run (0: none)")
     p.add_argument("--min-model-s", type=float, default=30, help="a model starts only with this much budget left")
     p.add_argument("--export-only", action="store_true")
+    p.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
+                   help="torch's ONNX exporter (export.py); give each its own --work")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-bench", action="store_true")
     p.add_argument("--reports", metavar="DIR", help="also `ingot profile` each model at its largest batch: the "
