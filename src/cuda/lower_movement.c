@@ -32,42 +32,37 @@ static bool concat_prefix(const ig_lower *L, int32_t a, int32_t b)
     return true;
 }
 
-/* u is an elementwise step: its loads take v where it lies, as a strided view, at no cost over a copy. */
-static bool elementwise_reader(const ig_lower *L, int32_t u)
-{
-    const ig_lw_entry *e = ig__lw_entry(ig__lw_node(L, u)->op);
-    return e && (e->lower == ig__lw_elementwise || e->lower == ig__lw_pointwise || e->lower == ig__lw_batchnorm);
-}
-
-/* The Concat whose output v is written into: its one consumer when that is a Concat; or, when its
- * consumers are Concats that are each a prefix of the largest of them, and readers that take v in place,
- * that largest one -- the smaller Concats are then views of its leading slices (concat_prefix_view), and no
- * input is copied twice. One Concat and 1x1 convolutions reading rows is ResNet's shortcut_merge (the
- * block's input read by its first 1x1 conv and concatenated for the merged shortcut); several Concats and
- * elementwise readers is DenseNet from torch's dynamo exporter (each block's first BatchNorm reads the
- * pool's output, not a Concat of it, and every Concat of the block copied every input: 783 steps for
- * DenseNet-121 against the TorchScript export's 248). One Concat and an elementwise reader keep the copy:
- * there is no chain of Concats to save. -1: none. */
+/* The Concat whose output v is written into: its one consumer when that is a Concat; or, when every
+ * consumer is a Concat and each is a prefix of one of them, that one -- the smaller Concats are then
+ * views of its leading slices (concat_prefix_view), and no input is copied twice. -1: none. */
 static int32_t concat_home(const ig_lower *L, int32_t v)
 {
     int32_t c = ig__lw_sole_consumer(L, v);
     if (c >= 0) return ig__lw_node(L, c)->op == IG_OP_concat ? c : -1;
     if (v < 0 || L->is_output[v] || ig__lw_n_cons(L, v) < 2) return -1;
-    int32_t big = -1, cats = 0, ew = 0;
-    for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1]; i++) {
+    /* one Concat, and readers that take a channel slice in place (ResNet's shortcut_merge: the block's
+     * input is read by its first 1x1 conv and concatenated for the merged shortcut) */
+    int32_t cat = -1, rows = 0;
+    bool ok = true;
+    for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1] && ok; i++) {
         int32_t u = L->cons[i];
         if (ig__lw_node(L, u)->op == IG_OP_concat) {
-            cats++;
-            if (big < 0 || ig__lw_node(L, u)->n_inputs > ig__lw_node(L, big)->n_inputs) big = u;
-        } else if (elementwise_reader(L, u)) {
-            ew++;
-        } else if (!ig__lw_conv_reads_rows(L, u, v)) {
-            return -1;
+            ok = cat < 0 || cat == u;
+            cat = u;
+        } else {
+            ok = ig__lw_conv_reads_rows(L, u, v);
+            rows++;
         }
     }
-    if (big < 0 || (ew > 0 && cats < 2)) return -1;
+    if (ok && cat >= 0 && rows > 0) return cat;
+    int32_t big = -1;
+    for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1]; i++) {
+        int32_t u = L->cons[i];
+        if (ig__lw_node(L, u)->op != IG_OP_concat) return -1;
+        if (big < 0 || ig__lw_node(L, u)->n_inputs > ig__lw_node(L, big)->n_inputs) big = u;
+    }
     for (int32_t i = L->cons_off[v]; i < L->cons_off[v + 1]; i++)
-        if (ig__lw_node(L, L->cons[i])->op == IG_OP_concat && !concat_prefix(L, L->cons[i], big)) return -1;
+        if (!concat_prefix(L, L->cons[i], big)) return -1;
     return big;
 }
 

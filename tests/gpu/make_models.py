@@ -694,20 +694,18 @@ def case_mixed_concat():
     return g.model([inp], [out_info(["batch", 21, 12, 12])]), {"input": (2, 3, 12, 12)}, {"max_ew_steps": 11}
 
 
-def case_dense_block(dynamo=False):
+def case_dense_block():
     """torchvision DenseNet's dense block: layer i concatenates every feature map so far (the first a
     MaxPool's output, then each layer's growth of 6 channels: slices at unaligned offsets), BatchNorm and
     Relu on the Concat (not foldable), a 1x1 and a 3x3 convolution; the transition's BN/Relu/AvgPool on the
     last Concat. Each Concat is a prefix of the last (src/cuda/lower_movement.c, concat_home), so no
     input is copied more than once: max_ew_steps fails the lowering check when the copies per Concat come
-    back (DenseNet-121 lowered 661 elementwise steps, most of them such copies). dynamo: as torch's dynamo
-    exporter writes it, the first layer's BatchNorm reads the pool's output itself, not a one-input Concat
-    of it (DenseNet-121 lowered 783 steps so, against 248)."""
+    back (DenseNet-121 lowered 661 elementwise steps, most of them such copies)."""
     g = G()
     x = g.op("Relu", [conv_bn(g, "input", 3, 16, 3)])
     feats, c = [g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], 16  # [B,16,8,8]
     for _ in range(5):
-        cat = feats[0] if dynamo and len(feats) == 1 else g.op("Concat", list(feats), axis=1)
+        cat = g.op("Concat", list(feats), axis=1)
         y = g.op("Relu", [g.op("BatchNormalization", [cat, g.w(1 + 0.1 * randw(c, scale=1)),
                                                       g.w(0.1 * randw(c, scale=1)), g.w(0.1 * randw(c, scale=1)),
                                                       g.w(np.abs(1 + 0.1 * randw(c, scale=1)))], epsilon=1e-5)])
@@ -1263,7 +1261,6 @@ CASES = {
     "inception_block": case_inception_block,
     "mixed_concat": case_mixed_concat,
     "dense_block": case_dense_block,
-    "dense_block_dynamo": lambda: case_dense_block(dynamo=True),
     "conv_pool_paths": case_conv_pool_paths,
     "poolformer_block": case_poolformer_block,
     "poolformer_block_c64": lambda: case_poolformer_block(64),
