@@ -42,45 +42,16 @@ static bool view_strides(int32_t rank, const int64_t *dims, const int64_t *strid
     return view_d == -1;
 }
 
-/* Lazy value z (rank 4) keeps its channels inside a pixel: every fine dim of the channel group has a
- * smaller stride than every fine dim of the spatial groups -- ShuffleNet's channel shuffle (Reshape to
- * [B, g, C/g, H, W], Transpose of the two channel dims, Reshape back) on a channels-last tensor. */
-static bool lazy_channels_inner(const ig_lazy *z, const ig_cu_tensor *f)
-{
-    if (z->rank != 4) return false;
-    int64_t cmax = -1, smin = INT64_MAX;
-    for (int32_t j = 0, q = 0; j < 4; j++)
-        for (int c = 0; c < z->n[j]; c++, q++) {
-            if (f->dims[q] <= 1) continue;
-            if (j == 1) cmax = f->strides[q] > cmax ? f->strides[q] : cmax;
-            if (j >= 2) smin = f->strides[q] < smin ? f->strides[q] : smin;
-        }
-    return cmax >= 0 && smin != INT64_MAX && cmax < smin;
-}
-
-/* The one copy of lazy value v into a dense buffer: seen with the fine dims, each logical dim's stride
- * split row-major over its fine dims. Channels-last when the lazy value keeps channels inside a pixel:
- * the copy then reads and writes a pixel's channels together, and the convolutions after it (a Split's
- * halves: channel views a 1x1 convolution reads as they are) take it as it is; a channels-first copy
- * was a strided transpose, and a second copy back to channels-last followed it. */
+/* The one contiguous copy of lazy value v: the fine view copied into a dense buffer seen with the fine
+ * dims (same row-major order, so it is the logical tensor's dense layout). */
 int32_t ig__lw_materialize_lazy(ig_lower *L, int32_t v)
 {
     const ig_lazy *z = L->lazy[v];
     const ig_cu_tensor f = *ig__lw_T(L, z->fine);
     int64_t dims[IG_MAX_RANK];
     int32_t rank = ig__lw_value_dims(L, v, dims);
-    int32_t d = ig__lw_dense(L, f.dtype, rank, dims, lazy_channels_inner(z, &f));
-    if (d < 0) return -1;
-    const ig_cu_tensor y = *ig__lw_T(L, d);
-    int64_t fs[IG_MAX_RANK];
-    for (int32_t j = rank - 1, q = f.rank - 1; j >= 0; j--) {
-        int64_t s = y.strides[j];
-        for (int c = 0; c < z->n[j]; c++, q--) {
-            fs[q] = s;
-            s *= f.dims[q];
-        }
-    }
-    int32_t fd = ig__lw_tensor(L, y.buf, f.dtype, f.rank, f.dims, fs, 0);
+    int32_t d = ig__lw_dense(L, f.dtype, rank, dims, false);
+    int32_t fd = d >= 0 ? ig__lw_tensor(L, ig__lw_T(L, d)->buf, f.dtype, f.rank, f.dims, NULL, 0) : -1;
     if (fd < 0 || ig__lw_copy(L, z->node, "contiguous copy", z->fine, fd, 0) != INGOT_OK) return -1;
     L->p->val_tensor[v] = d;
     return d;
@@ -174,18 +145,11 @@ ingot_status ig__lw_reshape_view(ig_lower *L, int32_t node_id, int32_t iv, int32
     int8_t n[IG_MAX_RANK];
     if (!view_strides(x.rank, x.dims, x.strides, nr, nd, ns)) {
         if (split_fine(&x, nr, nd, &f, n)) return set_grouped(L, node_id, ov, &f, n, nr);
-        /* no grouping either: a copy. A lazy input has its one copy (ig__lw_materialize_lazy), a view of
-         * which serves when it is dense; a channels-last one may need a dense copy of its own. */
-        int32_t c = t;
-        if (z) {
-            if ((c = ig__lw_get(L, iv)) < 0) return ig__lw_status(L);
-            x = *ig__lw_T(L, c);
-        }
-        if (!z || !view_strides(x.rank, x.dims, x.strides, nr, nd, ns)) {
-            if ((c = ig__lw_materialize(L, node_id, c, false, "contiguous copy")) < 0) return ig__lw_status(L);
-            x = *ig__lw_T(L, c);
-            ig__lw_contig_strides(nr, nd, ns);
-        }
+        /* no grouping either: a copy (for a lazy input, its one copy) */
+        int32_t c = z ? ig__lw_get(L, iv) : ig__lw_materialize(L, node_id, t, false, "contiguous copy");
+        if (c < 0) return ig__lw_status(L);
+        x = *ig__lw_T(L, c);
+        ig__lw_contig_strides(nr, nd, ns);
     }
     int32_t r = ig__lw_tensor(L, x.buf, x.dtype, nr, nd, ns, x.offset);
     if (r < 0) return ig__lw_oom(L);

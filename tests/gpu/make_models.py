@@ -722,60 +722,6 @@ def case_dense_block():
     return g.model([inp], [out_info(["batch", 24, 4, 4])]), {"input": (2, 3, 16, 16)}, {"max_ew_steps": 13}
 
 
-def case_channel_shuffle():
-    """ShuffleNetV2's stride-1 unit twice: the input split into channel halves, one half through 1x1,
-    depthwise 3x3 and 1x1 convolutions, concatenated with the other, then the channel shuffle as torchvision
-    writes it (Reshape to [B, 2, C/2, H, W], Transpose of the two channel dims, Reshape back): a Reshape no
-    strided view expresses, kept lazy until the next Split copies it. On a channels-last tensor that copy is
-    written channels-last (src/cuda/lower_views.c, ig__lw_materialize_lazy), so the halves are channel views
-    the next convolutions read as they are: max_ew_steps fails the lowering check when a channels-first copy
-    and the copy back come again."""
-    g, C, hw = G(), 32, 16
-    x = g.op("Relu", [conv_bn(g, "input", 3, C, 3)])                                       # [B,32,16,16]
-    for _ in range(2):
-        x1, x2 = g.op("Split", [x, g.w(np.array([C // 2, C // 2], np.int64))], n_out=2, axis=1)
-        b = g.op("Relu", [conv_bn(g, x2, C // 2, C // 2, 1)])
-        b = conv_bn(g, b, C // 2, C // 2, 3, group=C // 2)
-        b = g.op("Relu", [conv_bn(g, b, C // 2, C // 2, 1)])
-        y = batch_reshape(g, g.op("Concat", [x1, b], axis=1), [2, C // 2, hw, hw])
-        x = batch_reshape(g, g.op("Transpose", [y], perm=[0, 2, 1, 3, 4]), [C, hw, hw])
-    g.op("Conv", [x, g.w(randw(8, C, 1, 1))], kernel_shape=[1, 1])
-    g.nodes[-1].output[0] = "output"
-    # the last shuffle read by a Reshape too (after the Conv made its copy channels-last): MaxViT's
-    # departition read so gave wrong results when the Reshape took that copy as dense
-    y = g.op("ReduceMean", [batch_reshape(g, x, [C // 4, 4 * hw * hw])], axes=[2], keepdims=0)
-    g.nodes[-1].output[0] = "pooled"
-    return g.model([img_input(3, hw)], [out_info(["batch", 8, hw, hw]), out_info(["batch", C // 4], "pooled")]), \
-        {"input": (2, 3, hw, hw)}, {"max_ew_steps": 8}
-
-
-def case_window_grid():
-    """MaxViT's window and grid attention's data movement (torchvision's WindowPartition / Departition and
-    the grid's axis swap) on a channels-last tensor, with a pointwise step on the windows in between: the
-    departitions are Reshapes no strided view expresses, kept lazy, and their copy keeps channels inside a
-    pixel (channels-last); the grid partition's Reshape right after the window's departition must take that
-    copy with its own strides (MaxViT-T gave wrong results, cosine 0.6, when it took it as dense)."""
-    g, C, H, P = G(), 16, 14, 7
-    x = g.op("Relu", [conv_bn(g, "input", 3, C, 3)])                                       # [B,16,14,14]
-
-    def partition(x, p):
-        x = batch_reshape(g, x, [C, H // p, p, H // p, p])
-        return batch_reshape(g, g.op("Transpose", [x], perm=[0, 2, 4, 3, 5, 1]), [(H // p) ** 2, p * p, C])
-
-    def departition(x, p):
-        x = batch_reshape(g, x, [H // p, H // p, p, p, C])
-        return batch_reshape(g, g.op("Transpose", [x], perm=[0, 5, 1, 3, 2, 4]), [C, H, H])
-
-    scale = g.w(np.linspace(0.5, 1.5, C).astype(np.float32))
-    w = g.op("Mul", [partition(x, P), scale])                                                 # window
-    gp = g.op("Transpose", [partition(departition(w, P), H // P)], perm=[0, 2, 1, 3])          # grid
-    gp = g.op("Transpose", [g.op("Mul", [gp, scale])], perm=[0, 2, 1, 3])
-    x = g.op("Add", [departition(gp, H // P), x])
-    g.op("Conv", [x, g.w(randw(8, C, 1, 1))], kernel_shape=[1, 1])
-    g.nodes[-1].output[0] = "output"
-    return g.model([img_input(3, H)], [out_info(["batch", 8, H, H])]), {"input": (2, 3, H, H)}, {"max_ew_steps": 9}
-
-
 def case_conv_pool_paths():
     """Every lowering of a FusedConv with a max pool fused (conv_pool): the stem kernel's pooled form or
     cuDNN + the pool in one step (a 7x7/2 stem on 3 channels, 56x56 input: bands of several pooled rows);
@@ -1316,8 +1262,6 @@ CASES = {
     "mixed_concat": case_mixed_concat,
     "dense_block": case_dense_block,
     "conv_pool_paths": case_conv_pool_paths,
-    "channel_shuffle": case_channel_shuffle,
-    "window_grid": case_window_grid,
     "poolformer_block": case_poolformer_block,
     "poolformer_block_c64": lambda: case_poolformer_block(64),
     "dwconv_layouts": case_dwconv_layouts,
