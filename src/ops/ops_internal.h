@@ -287,6 +287,20 @@ typedef struct ig_float_io {
 size_t ig__float_io_scratch(const ig_graph *g, const ig_node *n);
 ingot_status ig__float_io_begin(ig_exec *ex, const ig_tensor *x, ig_tensor *y, ig_float_io *io);
 void ig__float_io_end(ig_float_io *io, ig_tensor *y);
+/* Element i of X, and of Y, as double; Y's element i set from a double (to float when computing in fp32). */
+static inline double ig__float_io_x(const ig_float_io *io, int64_t i) { return io->xf ? (double)io->xf[i] : io->xd[i]; }
+static inline double ig__float_io_y(const ig_float_io *io, int64_t i) { return io->yf ? (double)io->yf[i] : io->yd[i]; }
+static inline void ig__float_io_set_y(const ig_float_io *io, int64_t i, double v)
+{
+    if (io->yf)
+        io->yf[i] = (float)v;
+    else
+        io->yd[i] = v;
+}
+/* v rounded to the computation type: computing in double and rounding each operation to float gives what
+ * float arithmetic gives (double holds every sum, product and quotient of two floats to more than twice
+ * float's precision). */
+static inline double ig__round_to(bool f32, double v) { return f32 ? (double)(float)v : v; }
 /* n elements of a float32/float16/bfloat16 buffer to fp32 and back (round to nearest even). */
 void ig__to_f32(ingot_dtype t, const void *src, int64_t n, float *dst);
 void ig__from_f32(ingot_dtype t, const float *src, int64_t n, void *dst);

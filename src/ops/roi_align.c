@@ -126,20 +126,12 @@ out:
 
 typedef struct roi_job {
     roi_attrs at;
-    bool f32;         /* compute in fp32 (else double) */
-    const float *xf;  /* X when computed in fp32, else xd */
-    const double *xd; /* [N, C, H, W] */
-    float *yf;        /* the output (or its fp32 copy) when computed in fp32, else yd */
-    double *yd;       /* [R, C, oh, ow] */
+    bool f32;       /* compute in fp32 (else double) */
+    ig_float_io io; /* X [N, C, H, W] and Y [R, C, oh, ow], in fp32 or double */
     const ig_tensor *rois;
     const int64_t *batch; /* [R], checked to lie in [0, N) */
     int64_t c, h, w;
 } roi_job;
-
-/* v rounded to the computation type: computing in double and rounding each operation to float gives
- * what float arithmetic gives (double holds every sum, product and quotient of two floats to more than
- * twice float's precision). */
-static inline double rt(bool f32, double v) { return f32 ? (double)(float)v : v; }
 
 /* One axis (y or x) of one ROI. */
 typedef struct roi_axis {
@@ -153,10 +145,10 @@ static roi_axis make_axis(const roi_job *jb, double lo, double hi, int64_t n_bin
     bool f = jb->f32;
     double off = jb->at.half_pixel ? 0.5 : 0.0;
     roi_axis a = {.size = size};
-    a.start = rt(f, rt(f, lo * jb->at.scale) - off);
-    double len = rt(f, rt(f, rt(f, hi * jb->at.scale) - off) - a.start);
+    a.start = ig__round_to(f, ig__round_to(f, lo * jb->at.scale) - off);
+    double len = ig__round_to(f, ig__round_to(f, ig__round_to(f, hi * jb->at.scale) - off) - a.start);
     if (!jb->at.half_pixel && len < 1.0) len = 1.0; /* grown to 1 pixel (NaN stays NaN) */
-    a.bin = rt(f, len / rt(f, (double)n_bins));
+    a.bin = ig__round_to(f, len / ig__round_to(f, (double)n_bins));
     double g = jb->at.ratio > 0 ? (double)jb->at.ratio : ceil(a.bin);
     a.grid = !(g >= 1.0) ? 0 : g > ROI_MAX_GRID ? ROI_MAX_GRID : (int64_t)g;
     if (!isfinite(a.start) || !isfinite(a.bin)) a.grid = 0;
@@ -166,8 +158,9 @@ static roi_axis make_axis(const roi_job *jb, double lo, double hi, int64_t n_bin
 /* Sample i of bin b: start + b * bin + (i + 0.5) * bin / grid, rounded step by step, left to right. */
 static double sample_at(const roi_axis *a, bool f, int64_t b, int64_t i)
 {
-    double base = rt(f, a->start + rt(f, rt(f, (double)b) * a->bin));
-    return rt(f, base + rt(f, rt(f, rt(f, (double)i + 0.5) * a->bin) / (double)a->grid));
+    double base = ig__round_to(f, a->start + ig__round_to(f, ig__round_to(f, (double)b) * a->bin));
+    return ig__round_to(
+        f, base + ig__round_to(f, ig__round_to(f, ig__round_to(f, (double)i + 0.5) * a->bin) / (double)a->grid));
 }
 
 static bool on_map(double v, int64_t size) { return v >= -1.0 && v <= (double)size; }
@@ -215,19 +208,9 @@ static roi_tap tap_at(double v, int64_t size, bool f)
     } else {
         t.hi = t.lo + 1;
     }
-    t.l = rt(f, v - (double)t.lo);
-    t.h = rt(f, 1.0 - t.l);
+    t.l = ig__round_to(f, v - (double)t.lo);
+    t.h = ig__round_to(f, 1.0 - t.l);
     return t;
-}
-
-static inline double x_at(const roi_job *jb, int64_t i) { return jb->f32 ? (double)jb->xf[i] : jb->xd[i]; }
-static inline double y_get(const roi_job *jb, int64_t i) { return jb->f32 ? (double)jb->yf[i] : jb->yd[i]; }
-static inline void y_set(const roi_job *jb, int64_t i, double v)
-{
-    if (jb->f32)
-        jb->yf[i] = (float)v;
-    else
-        jb->yd[i] = v;
 }
 
 /* Accumulate the samples [iy0, iy1) x [ix0, ix1) of bin (ph, pw) of ROI r into every channel's output
@@ -246,18 +229,23 @@ static int64_t bin_samples(const roi_job *jb, const roi_axis *ay, const roi_axis
             double sx = sample_at(ax, f, pw, j);
             if (!on_map(sx, jb->w)) continue;
             roi_tap tx = tap_at(sx, jb->w, f);
-            double w1 = rt(f, ty.h * tx.h), w2 = rt(f, ty.h * tx.l), w3 = rt(f, ty.l * tx.h), w4 = rt(f, ty.l * tx.l);
+            double w1 = ig__round_to(f, ty.h * tx.h), w2 = ig__round_to(f, ty.h * tx.l),
+                   w3 = ig__round_to(f, ty.l * tx.h), w4 = ig__round_to(f, ty.l * tx.l);
             int64_t p1 = ty.lo * jb->w + tx.lo, p2 = ty.lo * jb->w + tx.hi;
             int64_t p3 = ty.hi * jb->w + tx.lo, p4 = ty.hi * jb->w + tx.hi;
             bool first = i == 0 && j == 0; /* the grid's first sample starts the maximum */
             n_on++;
             for (int64_t c = 0; c < jb->c; c++) {
                 int64_t xo = x0 + c * plane, yo = y0 + c * out_plane;
-                double v1 = rt(f, w1 * x_at(jb, xo + p1)), v2 = rt(f, w2 * x_at(jb, xo + p2));
-                double v3 = rt(f, w3 * x_at(jb, xo + p3)), v4 = rt(f, w4 * x_at(jb, xo + p4));
-                double acc = y_get(jb, yo);
+                double v1 = ig__round_to(f, w1 * ig__float_io_x(&jb->io, xo + p1)),
+                       v2 = ig__round_to(f, w2 * ig__float_io_x(&jb->io, xo + p2));
+                double v3 = ig__round_to(f, w3 * ig__float_io_x(&jb->io, xo + p3)),
+                       v4 = ig__round_to(f, w4 * ig__float_io_x(&jb->io, xo + p4));
+                double acc = ig__float_io_y(&jb->io, yo);
                 if (!jb->at.max_mode) {
-                    y_set(jb, yo, rt(f, acc + rt(f, rt(f, rt(f, v1 + v2) + v3) + v4)));
+                    ig__float_io_set_y(
+                        &jb->io, yo,
+                        ig__round_to(f, acc + ig__round_to(f, ig__round_to(f, ig__round_to(f, v1 + v2) + v3) + v4)));
                     continue;
                 }
                 /* max(a, b) keeps a unless b > a, as both oracles do */
@@ -265,7 +253,7 @@ static int64_t bin_samples(const roi_job *jb, const roi_axis *ay, const roi_axis
                 if (v < v2) v = v2;
                 if (v < v3) v = v3;
                 if (v < v4) v = v4;
-                if (first || acc < v) y_set(jb, yo, v);
+                if (first || acc < v) ig__float_io_set_y(&jb->io, yo, v);
             }
         }
     }
@@ -287,19 +275,19 @@ static void roi_rows(void *arg, int64_t begin, int64_t end)
         if (jb->h > 0 && jb->w > 0 && ax.grid > 0) bin_range(&ay, f, ph, &iy[0], &iy[1]);
         for (int64_t pw = 0; pw < jb->at.ow; pw++) {
             int64_t y0 = r * jb->c * out_plane + ph * jb->at.ow + pw;
-            for (int64_t c = 0; c < jb->c; c++) y_set(jb, y0 + c * out_plane, 0.0);
+            for (int64_t c = 0; c < jb->c; c++) ig__float_io_set_y(&jb->io, y0 + c * out_plane, 0.0);
             if (iy[1] <= iy[0]) continue;
             bin_range(&ax, f, pw, &ix[0], &ix[1]);
             int64_t n_on = bin_samples(jb, &ay, &ax, r, ph, pw, iy, ix);
             int64_t count = ay.grid * ax.grid; /* grids <= 2^16: no overflow */
             for (int64_t c = 0; c < jb->c; c++) {
                 int64_t yo = y0 + c * out_plane;
-                double v = y_get(jb, yo);
+                double v = ig__float_io_y(&jb->io, yo);
                 if (!jb->at.max_mode)
-                    v = rt(f, v / rt(f, (double)count));
+                    v = ig__round_to(f, v / ig__round_to(f, (double)count));
                 else if (n_on < count && v < 0) /* a sample off the map counts as 0 */
                     v = 0;
-                y_set(jb, yo, v);
+                ig__float_io_set_y(&jb->io, yo, v);
             }
         }
     }
@@ -331,13 +319,11 @@ static ingot_status roi_align_cpu(ig_exec *ex)
     jb.c = x->dims[1];
     jb.h = x->dims[2];
     jb.w = x->dims[3];
-    ig_float_io io;
-    ingot_status st = ig__float_io_begin(ex, x, y, &io);
+    ingot_status st = ig__float_io_begin(ex, x, y, &jb.io);
     if (st != INGOT_OK) return st;
-    jb.xf = io.xf, jb.yf = io.yf, jb.xd = io.xd, jb.yd = io.yd;
     int64_t per_row = jb.c * jb.at.ow * 16 + 1; /* a few samples per bin and channel */
     ig__parallel_for(ex->pool, n_rois * jb.at.oh, 1 + (1 << 14) / per_row, roi_rows, &jb);
-    ig__float_io_end(&io, y);
+    ig__float_io_end(&jb.io, y);
     return INGOT_OK;
 }
 

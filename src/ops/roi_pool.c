@@ -78,17 +78,11 @@ static ingot_status max_roi_pool_infer(ig_infer *cx)
 
 typedef struct pool_job {
     pool_attrs at;
-    bool f32;         /* compute in fp32 (else double) */
-    const float *xf;  /* X when computed in fp32, else xd */
-    const double *xd; /* [N, C, H, W] */
-    float *yf;        /* the output (or its fp32 copy) when computed in fp32, else yd */
-    double *yd;       /* [R, C, ph, pw] */
+    bool f32;       /* compute in fp32 (else double) */
+    ig_float_io io; /* X [N, C, H, W] and Y [R, C, ph, pw], in fp32 or double */
     const ig_tensor *rois;
     int64_t c, h, w;
 } pool_job;
-
-/* v rounded to the computation type (float arithmetic, as double rounded after each operation). */
-static inline double rt(bool f32, double v) { return f32 ? (double)(float)v : v; }
 
 static int64_t clamp_i(double v, int64_t lo, int64_t hi)
 {
@@ -106,22 +100,22 @@ static pool_axis make_axis(const pool_job *jb, double c0, double c1, int64_t n_b
 {
     bool f = jb->f32;
     const int64_t big = (int64_t)1 << 31;
-    int64_t s = clamp_i(round(rt(f, c0 * jb->at.scale)), -big, big);
-    int64_t e = clamp_i(round(rt(f, c1 * jb->at.scale)), -big, big);
+    int64_t s = clamp_i(round(ig__round_to(f, c0 * jb->at.scale)), -big, big);
+    int64_t e = clamp_i(round(ig__round_to(f, c1 * jb->at.scale)), -big, big);
     int64_t len = e - s + 1 > 1 ? e - s + 1 : 1;
-    return (pool_axis){.start = s, .bin = rt(f, rt(f, (double)len) / rt(f, (double)n_bins)), .size = size};
+    return (pool_axis){.start = s,
+                       .bin = ig__round_to(f, ig__round_to(f, (double)len) / ig__round_to(f, (double)n_bins)),
+                       .size = size};
 }
 
 static void bin_span(const pool_axis *a, bool f, int64_t k, int64_t *lo, int64_t *hi)
 {
     const int64_t big = (int64_t)1 << 40;
-    int64_t l = clamp_i(floor(rt(f, (double)k * a->bin)), -big, big) + a->start;
-    int64_t h = clamp_i(ceil(rt(f, (double)(k + 1) * a->bin)), -big, big) + a->start;
+    int64_t l = clamp_i(floor(ig__round_to(f, (double)k * a->bin)), -big, big) + a->start;
+    int64_t h = clamp_i(ceil(ig__round_to(f, (double)(k + 1) * a->bin)), -big, big) + a->start;
     *lo = l < 0 ? 0 : l > a->size ? a->size : l;
     *hi = h < 0 ? 0 : h > a->size ? a->size : h;
 }
-
-static inline double x_at(const pool_job *jb, int64_t i) { return jb->f32 ? (double)jb->xf[i] : jb->xd[i]; }
 
 /* Rows of the output: one (ROI, channel) pair each. */
 static void pool_rows(void *arg, int64_t begin, int64_t end)
@@ -143,17 +137,14 @@ static void pool_rows(void *arg, int64_t begin, int64_t end)
                 bin_span(&ax, f, pw, &w0, &w1);
                 double m = 0;
                 if (h1 > h0 && w1 > w0) {
-                    m = x_at(jb, x0 + h0 * jb->w + w0);
+                    m = ig__float_io_x(&jb->io, x0 + h0 * jb->w + w0);
                     for (int64_t i = h0; i < h1; i++)
                         for (int64_t j = w0; j < w1; j++) {
-                            double v = x_at(jb, x0 + i * jb->w + j);
+                            double v = ig__float_io_x(&jb->io, x0 + i * jb->w + j);
                             if (v > m || v != v) m = v; /* NaN sticks: nothing compares greater */
                         }
                 }
-                if (f)
-                    jb->yf[y0 + ph * jb->at.pw + pw] = (float)m;
-                else
-                    jb->yd[y0 + ph * jb->at.pw + pw] = m;
+                ig__float_io_set_y(&jb->io, y0 + ph * jb->at.pw + pw, m);
             }
         }
     }
@@ -191,12 +182,10 @@ static ingot_status max_roi_pool_cpu(ig_exec *ex)
     jb.c = x->dims[1];
     jb.h = x->dims[2];
     jb.w = x->dims[3];
-    ig_float_io io;
-    if ((st = ig__float_io_begin(ex, x, y, &io)) != INGOT_OK) return st;
-    jb.xf = io.xf, jb.yf = io.yf, jb.xd = io.xd, jb.yd = io.yd;
+    if ((st = ig__float_io_begin(ex, x, y, &jb.io)) != INGOT_OK) return st;
     int64_t per_row = jb.at.ph * jb.at.pw * 4 + 1;
     ig__parallel_for(ex->pool, rois->dims[0] * jb.c, 1 + (1 << 14) / per_row, pool_rows, &jb);
-    ig__float_io_end(&io, y);
+    ig__float_io_end(&jb.io, y);
     return INGOT_OK;
 }
 
